@@ -1,0 +1,1 @@
+"""Environments of metra_gym. Importing this package imports MuJoCo; ``import metra_gym`` does not."""

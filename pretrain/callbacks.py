@@ -1,0 +1,145 @@
+"""Callbacks of a METRA run: coverage statistics, periodic evaluation with plots, checkpoints, epochs/s."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+
+from pretrain.evaluation import CoverageTracker, SkillRollouts, plot_trajectories, policy_coverage
+
+
+class TrainingCoverage(BaseCallback):
+    """Feed every training position (``info["coordinates"]``) into a :class:`CoverageTracker`."""
+
+    def __init__(self, tracker: CoverageTracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+        self._buffer: list[np.ndarray] = []
+
+    def _on_step(self) -> bool:
+        self._buffer.append(np.stack([info["coordinates"] for info in self.locals["infos"]]))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if self._buffer:
+            self.tracker.add(np.concatenate(self._buffer))
+            self._buffer.clear()
+
+
+def actor_act(model) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The deterministic skill policy of an SB3 METRA model as ``act(obs, z)``, scaled to the action space."""
+
+    def act(obs: np.ndarray, skills: np.ndarray) -> np.ndarray:
+        with th.no_grad():
+            x = th.as_tensor(np.concatenate([obs, skills], axis=1), dtype=th.float32, device=model.device)
+            action = model.actor(x, deterministic=True).cpu().numpy()
+        return model.policy.unscale_action(action)
+
+    return act
+
+
+class EpochCallback(BaseCallback):
+    """At epoch boundaries (after an epoch's gradient steps): evaluate, checkpoint, log epochs/s.
+
+    Evaluation appends a row to ``eval/coverage.csv`` and ``eval/coverage.json`` in the run folder and saves
+    a trajectory plot ``eval/trajectories_epoch_XXXXXX.png``.
+
+    :param run_dir: the run folder.
+    :param steps_per_epoch: env steps of one epoch (n_envs x episode steps).
+    :param rollouts: the evaluation environments.
+    :param tracker: training coverage statistics.
+    :param eval_every: epochs between evaluations.
+    :param checkpoint_every: epochs between checkpoints.
+    :param save: ``save(epoch)`` writes a checkpoint.
+    :param start_epoch: epoch the run (re)starts from.
+    :param start_wall_clock: training seconds spent before this segment (resume).
+    :param seed: seed of the evaluation skills and resets.
+    """
+
+    def __init__(self, run_dir: Path, steps_per_epoch: int, rollouts: SkillRollouts, tracker: CoverageTracker,
+                 eval_every: int, checkpoint_every: int, save: Callable[[int], object], start_epoch: int = 0,
+                 start_wall_clock: float = 0.0, seed: int = 0, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.run_dir = Path(run_dir)
+        self.steps_per_epoch = steps_per_epoch
+        self.rollouts = rollouts
+        self.tracker = tracker
+        self.eval_every, self.checkpoint_every = eval_every, checkpoint_every
+        self.save = save
+        self.last_epoch = start_epoch
+        self.seed = seed
+        self.start_wall_clock = start_wall_clock
+        self._start_time = time.time()
+        self._start_epoch = start_epoch
+        self.history: list[dict[str, float]] = []
+        history = self.run_dir / "eval" / "coverage.json"
+        if history.is_file():
+            self.history = [row for row in json.loads(history.read_text()) if row["epoch"] <= start_epoch]
+
+    @property
+    def epoch(self) -> int:
+        return self.num_timesteps // self.steps_per_epoch
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_start(self) -> None:
+        if self.last_epoch == 0 and not self.history:
+            self.evaluate(0)  # the untrained policy: the first point of every coverage curve
+
+    def _on_rollout_start(self) -> None:
+        self._at_epoch_end()
+
+    def _on_training_end(self) -> None:
+        self._at_epoch_end(final=True)
+
+    def _at_epoch_end(self, final: bool = False) -> None:
+        epoch = self.epoch
+        if epoch == self.last_epoch:
+            return
+        self.last_epoch = epoch
+        elapsed = time.time() - self._start_time
+        self.logger.record("time/epochs_per_s", (epoch - self._start_epoch) / max(elapsed, 1e-9))
+        self.logger.record("time/epoch", epoch)
+        if final or epoch % self.eval_every == 0:
+            self.evaluate(epoch)
+        if final or epoch % self.checkpoint_every == 0:
+            self.save(epoch)
+
+    def evaluate(self, epoch: int) -> dict[str, float]:
+        model = self.model
+        bins, positions, skills = policy_coverage(self.rollouts, actor_act(model), model.skill_dim,
+                                                  model.discrete_skills, seed=self.seed)
+        row = {
+            "epoch": epoch,
+            "env_steps": int(self.num_timesteps),
+            "wall_clock_s": round(self.wall_clock(), 1),
+            "policy_coverage": bins,
+            "queue_coverage": self.tracker.queue_coverage(),
+            "total_coverage": self.tracker.total_coverage(),
+        }
+        self.history.append(row)
+        eval_dir = self.run_dir / "eval"
+        plot_trajectories(positions, skills, eval_dir / f"trajectories_epoch_{epoch:06d}.png",
+                          title=f"epoch {epoch}: policy coverage {bins}")
+        (eval_dir / "coverage.json").write_text(json.dumps(self.history, indent=1))
+        with open(eval_dir / "coverage.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(row))
+            writer.writeheader()
+            writer.writerows(self.history)
+        for key in ("policy_coverage", "queue_coverage", "total_coverage"):
+            self.logger.record(f"eval/{key}", row[key])
+        if self.verbose:
+            print(f"[epoch {epoch}] " + ", ".join(f"{k}={v}" for k, v in row.items() if k != "epoch"), flush=True)
+        return row
+
+    def wall_clock(self) -> float:
+        """Seconds of training in this run so far, resumed segments added up."""
+        return self.start_wall_clock + time.time() - self._start_time

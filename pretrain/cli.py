@@ -1,0 +1,75 @@
+"""``metra-pretrain``: train METRA, resume a run, evaluate it.
+
+Examples::
+
+    metra-pretrain train --config ant --run-dir runs/ant-s0 --seed 0
+    metra-pretrain train --resume runs/ant-s0                      # continue a killed run
+    metra-pretrain train --resume runs/ant-s0 --set epochs=4000    # ... and train it longer
+    metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pretrain.config import ConfigError, _parse_override, builtin_configs, load_config
+
+
+def _train(args: argparse.Namespace) -> int:
+    from pretrain.checkpoint import ResumeError
+    from pretrain.metra import NonFiniteLossError
+    from pretrain.trainer import read_run_config, train
+
+    try:
+        overrides = list(args.set or [])
+        if args.seed is not None:
+            overrides.append(f"seed={args.seed}")
+        if args.resume:
+            run_dir = Path(args.resume)
+            from pretrain.checkpoint import checkpoint_dir
+
+            checkpoint_dir(run_dir)
+            config = read_run_config(run_dir, dict(_parse_override(item) for item in overrides))
+        else:
+            if not args.run_dir:
+                raise ConfigError("give --run-dir for a new run, or --resume RUN_DIR to continue one")
+            run_dir = Path(args.run_dir)
+            config = load_config(args.config, overrides)
+        history = train(config, run_dir, resume=bool(args.resume), progress_bar=not args.no_progress)
+    except (ConfigError, ResumeError) as error:
+        print(f"metra-pretrain: error: {error}", file=sys.stderr)
+        return 2
+    except NonFiniteLossError as error:
+        print(f"metra-pretrain: stopped: {error}", file=sys.stderr)
+        return 3
+    if history:
+        last = history[-1]
+        print(f"done: epoch {last['epoch']}, policy coverage {last['policy_coverage']} bins; results in {run_dir}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="metra-pretrain", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train METRA skills (or --resume a run)")
+    train.add_argument("--config", default="ant", help=f"bundled config {builtin_configs()} or a YAML file")
+    train.add_argument("--run-dir", help="folder for checkpoints, evaluations and TensorBoard logs")
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    train.add_argument("--seed", type=int, help="random seed (default: the config's)")
+    train.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    train.set_defaults(func=_train)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""METRA's metrics: policy state coverage (deterministic skill rollouts), queue and total coverage, plots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+from metra_gym.skills import evaluation_skills
+
+# act(obs_batch, skill_batch) -> action_batch, with normalised observations.
+ActFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def bins_of(coordinates: np.ndarray) -> np.ndarray:
+    """1 x 1 m bins (1 m bins in 1-D) of an array of positions whose last axis holds the coordinates."""
+    coordinates = np.asarray(coordinates)
+    return np.floor(coordinates.reshape(-1, coordinates.shape[-1])).astype(np.int64)
+
+
+def coverage(coordinates: np.ndarray) -> int:
+    """Number of distinct 1 m bins visited by positions ``(..., n_coordinates)``."""
+    return int(len(np.unique(bins_of(coordinates), axis=0)))
+
+
+class SkillRollouts:
+    """Run a batch of skills deterministically, one environment per skill, and record their positions.
+
+    The environments are built once and reused, so repeated evaluations during training stay cheap.
+
+    :param make_env: builds one environment that emits normalised observations and ``info["coordinates"]``.
+    :param n_skills: number of skills rolled out at once.
+    :param steps: steps per rollout (the episode length).
+    """
+
+    def __init__(self, make_env: Callable[[], gym.Env], n_skills: int, steps: int) -> None:
+        self.envs = [make_env() for _ in range(n_skills)]
+        self.steps = steps
+
+    def run(self, act: ActFn, skills: np.ndarray, seed: int = 0) -> np.ndarray:
+        """Positions ``(n_skills, steps + 1, n_coordinates)``, start states included."""
+        if len(skills) != len(self.envs):
+            raise ValueError(f"expected {len(self.envs)} skills, got {len(skills)}")
+        resets = [env.reset(seed=seed + i) for i, env in enumerate(self.envs)]
+        obs = np.stack([o for o, _ in resets])
+        positions = [np.stack([info["coordinates"] for _, info in resets])]
+        alive = np.ones(len(self.envs), dtype=bool)
+        for _ in range(self.steps):
+            actions = act(obs, skills)
+            last = positions[-1].copy()
+            for i, env in enumerate(self.envs):
+                if alive[i]:
+                    obs[i], _, terminated, truncated, info = env.step(actions[i])
+                    last[i] = info["coordinates"]
+                    alive[i] = not (terminated or truncated)
+            positions.append(last)
+        return np.stack(positions, axis=1)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def policy_coverage(rollouts: SkillRollouts, act: ActFn, skill_dim: int, discrete: bool,
+                    seed: int = 0) -> tuple[int, np.ndarray, np.ndarray]:
+    """METRA's policy coverage: (bins, positions, skills) of ``len(rollouts.envs)`` evaluation skills."""
+    skills = evaluation_skills(len(rollouts.envs), skill_dim, discrete, seed=seed)
+    positions = rollouts.run(act, skills, seed=seed)
+    return coverage(positions), positions, skills
+
+
+def skill_colors(skills: np.ndarray) -> np.ndarray:
+    """RGBA colours: hue = angle of the first two skill dimensions, or the one-hot index."""
+    import matplotlib.pyplot as plt
+
+    one_hot = bool(np.all((skills == 0) | (skills == 1)) and np.allclose(skills.sum(axis=1), 1.0))
+    if one_hot or skills.shape[1] == 1:
+        hue = np.argmax(skills, axis=1) / skills.shape[1]
+    else:
+        hue = (np.arctan2(skills[:, 1], skills[:, 0]) / (2 * np.pi)) % 1.0
+    return plt.get_cmap("hsv")(hue)
+
+
+def plot_trajectories(positions: np.ndarray, skills: np.ndarray, path: str | Path, title: str = "") -> Path:
+    """Save a PNG: x-y paths coloured by skill, or x over time for 1-D positions (HalfCheetah)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = skill_colors(skills)
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for i, path_i in enumerate(positions):
+        if path_i.shape[1] >= 2:
+            ax.plot(path_i[:, 0], path_i[:, 1], color=colors[i], lw=1)
+            ax.set_xlabel("x (m)")
+            ax.set_ylabel("y (m)")
+            ax.set_aspect("equal", adjustable="datalim")
+        else:
+            ax.plot(np.arange(len(path_i)), path_i[:, 0], color=colors[i], lw=1)
+            ax.set_xlabel("step")
+            ax.set_ylabel("x (m)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+class CoverageTracker:
+    """Queue coverage (bins of the most recent ``queue_size`` training positions) and total coverage.
+
+    :param n_coordinates: 2 for x-y, 1 for x.
+    :param queue_size: METRA uses the most recent 100,000 transitions.
+    """
+
+    def __init__(self, n_coordinates: int, queue_size: int = 100_000) -> None:
+        self.queue = np.zeros((queue_size, n_coordinates), dtype=np.float32)
+        self.size = 0
+        self.pos = 0
+        self.total_bins: set[tuple[int, ...]] = set()
+
+    def add(self, positions: np.ndarray) -> None:
+        positions = np.asarray(positions, dtype=np.float32).reshape(-1, self.queue.shape[1])
+        for start in range(0, len(positions), len(self.queue)):
+            chunk = positions[start:start + len(self.queue)]
+            idx = (self.pos + np.arange(len(chunk))) % len(self.queue)
+            self.queue[idx] = chunk
+            self.pos = int((self.pos + len(chunk)) % len(self.queue))
+            self.size = min(self.size + len(chunk), len(self.queue))
+        self.total_bins.update(map(tuple, np.unique(bins_of(positions), axis=0).tolist()))
+
+    def queue_coverage(self) -> int:
+        return coverage(self.queue[: self.size]) if self.size else 0
+
+    def total_coverage(self) -> int:
+        return len(self.total_bins)
+
+    def state(self) -> dict[str, np.ndarray]:
+        bins = np.array(sorted(self.total_bins), dtype=np.int64).reshape(-1, self.queue.shape[1])
+        return {"queue": self.queue, "size": np.array(self.size), "pos": np.array(self.pos), "total_bins": bins}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        self.queue = np.asarray(state["queue"], dtype=np.float32).copy()
+        self.size, self.pos = int(state["size"]), int(state["pos"])
+        self.total_bins = set(map(tuple, np.asarray(state["total_bins"]).tolist()))

@@ -1,0 +1,29 @@
+"""Policies of METRA: SB3's SAC policy with METRA's actor (tanh hidden layers, small output init)."""
+
+from __future__ import annotations
+
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.sac.policies import Actor, SACPolicy
+from torch import nn
+
+
+class METRAPolicy(SACPolicy):
+    """SAC policy whose actor uses tanh hidden activations and xavier-normal x 0.1 output layers, as METRA's
+    policy does; the critics keep ``activation_fn`` (ReLU by default, also as in METRA).
+
+    Observations are the normalised environment observation with the skill appended.
+    """
+
+    def __init__(self, *args, activation_fn: type[nn.Module] = nn.ReLU, **kwargs) -> None:
+        super().__init__(*args, activation_fn=activation_fn, **kwargs)
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Actor:
+        actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
+        actor = Actor(**{**actor_kwargs, "activation_fn": nn.Tanh}).to(self.device)
+        for head in (actor.mu, actor.log_std):
+            nn.init.xavier_normal_(head.weight, gain=0.1)
+            nn.init.zeros_(head.bias)
+        return actor
+
+
+MlpPolicy = METRAPolicy

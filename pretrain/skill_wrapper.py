@@ -1,0 +1,55 @@
+"""The skill-conditioned view of an environment that METRA trains on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from metra_gym.skills import sample_skills, validate_skill_spec
+
+
+class SkillConditioned(gym.Wrapper):
+    """Draw one skill z per episode from METRA's prior and append it to every observation.
+
+    ``reset(options={"skill": z})`` runs a chosen skill instead (evaluation). The skill is drawn from the
+    environment's own ``np_random``, so seeding the environment seeds the skills. ``info["skill"]`` holds z.
+
+    Example:
+        >>> import gymnasium as gym, metra_gym
+        >>> env = SkillConditioned(gym.make("metra/PointMass-v0"), skill_dim=3, discrete=True)
+        >>> obs, info = env.reset(seed=0)
+        >>> obs.shape, float(obs[2:].sum())
+        ((5,), 1.0)
+
+    :param env: an environment with a 1-D Box observation space.
+    :param skill_dim: size of z.
+    :param discrete: one-hot skills instead of unit vectors.
+    """
+
+    def __init__(self, env: gym.Env, skill_dim: int, discrete: bool) -> None:
+        super().__init__(env)
+        validate_skill_spec(skill_dim, discrete)
+        self.skill_dim, self.discrete = skill_dim, discrete
+        obs_dim = env.observation_space.shape[0]
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim + skill_dim,), np.float32)
+        self.skill = np.zeros(skill_dim, dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        if options is not None and "skill" in options:
+            skill = np.asarray(options["skill"], dtype=np.float32)
+            if skill.shape != (self.skill_dim,):
+                raise ValueError(f"options['skill'] must have shape ({self.skill_dim},), got {skill.shape}")
+            self.skill = skill
+        else:
+            self.skill = sample_skills(self.np_random, 1, self.skill_dim, self.discrete)[0]
+        return self._with_skill(obs), {**info, "skill": self.skill}
+
+    def step(self, action: np.ndarray):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._with_skill(obs), reward, terminated, truncated, info
+
+    def _with_skill(self, obs: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.asarray(obs, dtype=np.float32), self.skill])

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command of the README and of CI: install, lint, run the suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. .venv/bin/activate
+export MUJOCO_GL="${MUJOCO_GL:-egl}"
+ruff check .
+python -m pytest -q "$@"

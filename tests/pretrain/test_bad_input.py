@@ -1,0 +1,102 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import SAC
+
+from pretrain.cli import main
+from pretrain.metra import NonFiniteLossError
+from tests.pretrain.helpers import tiny_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(args, capsys):
+    code = main(["train", "--no-progress", *args])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--set", "env_id=metra/Antt-v0"], "unknown environment id 'metra/Antt-v0'"),
+    (["--set", "skill_dim=0"], "skill_dim must be an integer >= 1"),
+    (["--set", "discrete_skills=true", "--set", "skill_dim=1"], "discrete skills need skill_dim >= 2"),
+    (["--set", "epoch=10"], "unknown config key 'epoch'; did you mean 'epochs'?"),
+    (["--set", "epochs"], "must look like key=value"),
+    (["--set", "n_envs=two"], "'n_envs' must be int"),
+    (["--config", "cheetah"], "unknown config 'cheetah'"),
+])
+def test_bad_config_is_one_clear_error_and_writes_nothing(tmp_path, capsys, args, message):
+    run = tmp_path / "run"
+    code, err = _run(["--config", "point_mass", "--run-dir", str(run), *args], capsys)
+    assert code == 2
+    assert message in err and err.count("error:") == 1
+    assert not run.exists()
+
+
+def test_resume_rejects_a_sac_zip_a_plain_sac_run_and_an_empty_folder(tmp_path, capsys):
+    sac = SAC("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]})
+    sac.save(tmp_path / "sac.zip")
+    code, err = _run(["--resume", str(tmp_path / "sac.zip")], capsys)
+    assert code == 2 and "expects the run folder" in err and "SB3 .zip is a model" in err
+
+    fake_run = tmp_path / "sac_run" / "checkpoints" / "latest"
+    fake_run.mkdir(parents=True)
+    sac.save(fake_run / "model.zip")
+    (fake_run / "state.json").write_text("{}")
+    code, err = _run(["--resume", str(tmp_path / "sac_run")], capsys)
+    assert code == 2 and "plain SAC model without METRA's phi" in err
+
+    code, err = _run(["--resume", str(tmp_path)], capsys)
+    assert code == 2 and "has no checkpoint to resume" in err
+
+
+def test_new_run_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
+    (tmp_path / "checkpoints").mkdir()
+    code, err = _run(["--config", "point_mass", "--run-dir", str(tmp_path)], capsys)
+    assert code == 2 and "already holds a run; continue it with --resume" in err
+
+
+def test_non_finite_loss_names_the_quantity(tmp_path):
+    model, _ = tiny_model(tmp_path, learning_starts=100)
+    with th.no_grad():
+        for p in model.phi.parameters():
+            p.fill_(float("nan"))
+    with pytest.raises(NonFiniteLossError, match="METRA's phi_loss became nan .* last checkpoint is kept"):
+        model.learn(800)
+
+
+def test_cli_stops_on_non_finite_loss_and_keeps_the_checkpoint(tmp_path):
+    """A learning rate of 1e30 blows the networks up; the run stops with exit 3 and its checkpoint stays."""
+    run = tmp_path / "run"
+    common = ["--no-progress", "--set", "net_width=16", "--set", "learning_starts=400", "--set", "torch_threads=1",
+              "--set", "checkpoint_every=2", "--set", "eval_every=2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.run([sys.executable, "-m", "pretrain", "train", "--config", "point_mass", "--run-dir", str(run),
+                            "--set", "epochs=2", *common], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    state_before = (run / "checkpoints" / "latest" / "state.json").read_text()
+    blown = subprocess.run([sys.executable, "-m", "pretrain", "train", "--resume", str(run), "--set", "epochs=6",
+                            "--set", "learning_rate=1e30", *common[1:]], env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert blown.returncode == 3, blown.stderr
+    assert "became" in blown.stderr and "training stopped" in blown.stderr
+    state_after = json.loads((run / "checkpoints" / "latest" / "state.json").read_text())
+    assert state_after["epoch"] == 2 and (run / "checkpoints" / "latest").is_dir()
+    assert state_before == (run / "checkpoints" / "latest" / "state.json").read_text()
+    assert np.isfinite(json.loads(state_before)["num_timesteps"])
+
+
+def test_resume_refuses_to_change_what_the_saved_model_depends_on(tmp_path, capsys):
+    (tmp_path / "checkpoints").mkdir()
+    from pretrain.config import load_config
+    from pretrain.trainer import read_run_config, save_config
+
+    save_config(load_config("point_mass"), tmp_path)
+    with pytest.raises(Exception, match="cannot change net_width, skill_dim when resuming"):
+        read_run_config(tmp_path, {"net_width": 128, "skill_dim": 3, "epochs": 5})
+    assert read_run_config(tmp_path, {"epochs": 5, "learning_rate": 1e-5}).learning_rate == 1e-5
