@@ -13,8 +13,20 @@ _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
 }
 
 
+# Skill-level ids: the paper's downstream horizon is 8 skills of K = 25 low-level steps (200 steps).
+SKILLS_PER_EPISODE = 8
+_SKILL_ENVS: dict[str, dict[str, object]] = {
+    "metra/AntSkills-v0": {"env": "metra/Ant-v0", "checkpoint": "ant", "skill_steps": 25},
+    "metra/HalfCheetahSkills-v0": {"env": "metra/HalfCheetah-v0", "checkpoint": "half_cheetah", "skill_steps": 25},
+}
+
+
 def register_envs() -> None:
     """Register every metra_gym id; called by ``import metra_gym`` and safe to call again."""
     for env_id, (entry_point, max_episode_steps) in _PRETRAINING_ENVS.items():
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=entry_point, max_episode_steps=max_episode_steps)
+    for env_id, kwargs in _SKILL_ENVS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point="metra_gym.skill_env:SkillEnv", max_episode_steps=SKILLS_PER_EPISODE,
+                         kwargs=kwargs)

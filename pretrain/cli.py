@@ -6,6 +6,7 @@ Examples::
     metra-pretrain train --resume runs/ant-s0                      # continue a killed run
     metra-pretrain train --resume runs/ant-s0 --set epochs=4000    # ... and train it longer
     metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
+    metra-pretrain export runs/ant-s0 checkpoints/ant                # pickle-free skill checkpoint
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from pretrain.checkpoint import ResumeError
+    from pretrain.export import export_run
+
+    try:
+        out = export_run(args.run_dir, args.out_dir, force=args.force, command=args.command_line)
+    except (ConfigError, ResumeError) as error:
+        print(f"metra-pretrain: error: {error}", file=sys.stderr)
+        return 2
+    print(f"exported {args.run_dir} to {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="metra-pretrain", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     train.set_defaults(func=_train)
+
+    export = commands.add_parser("export", help="write a run's skills as a pickle-free checkpoint folder")
+    export.add_argument("run_dir", help="the run folder (its latest checkpoint is exported)")
+    export.add_argument("out_dir", help="the checkpoint folder to write (config.json, model.safetensors, README.md)")
+    export.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
+    export.add_argument("--command-line", help="the training command to record in the model card")
+    export.set_defaults(func=_export)
     return parser
 
 

@@ -1,0 +1,152 @@
+"""The real Hub download code, offline: a loopback fake Hub (HF_ENDPOINT) and a pre-populated cache."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from huggingface_hub import constants
+
+from metra_gym.checkpoint_format import CheckpointError
+from metra_gym.resolve import bundled_checkpoints, push_to_hub, resolve_checkpoint
+from metra_gym.skill_policy import SkillPolicy
+from tests.metra_gym.fake_hub import FakeHub
+
+BUNDLED = Path(resolve_checkpoint("ant"))
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    # huggingface_hub reads HF_ENDPOINT / HF_HUB_CACHE at import; patch the constants it reads at call time.
+    with FakeHub() as fake:
+        monkeypatch.setattr(constants, "ENDPOINT", fake.endpoint)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", fake.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        fake.cache = tmp_path / "cache"
+        yield fake
+
+
+def test_download_from_fake_hub_fills_the_real_cache_and_loads(hub):
+    sha = hub.add_checkpoint("metra/ant-skills", BUNDLED)
+    policy = SkillPolicy.from_pretrained("hf://metra/ant-skills")
+    reference = SkillPolicy.from_pretrained("ant")
+    obs = np.random.default_rng(0).standard_normal((4, 29)).astype(np.float32)
+    np.testing.assert_array_equal(policy.act(obs, [1.0, 0.0]), reference.act(obs, [1.0, 0.0]))
+    snapshot = hub.cache / "models--metra--ant-skills" / "snapshots" / sha
+    assert {p.name for p in snapshot.iterdir()} == {"config.json", "model.safetensors", "README.md"}
+    assert (hub.cache / "models--metra--ant-skills" / "refs" / "main").read_text() == sha
+
+
+def test_revision_by_argument_and_by_at_sign(hub):
+    hub.add_checkpoint("metra/ant-skills", BUNDLED, revision="main")
+    sha_v1 = hub.add_checkpoint("metra/ant-skills", BUNDLED, revision="v1")
+    path_a = resolve_checkpoint("hf://metra/ant-skills@v1")
+    path_b = resolve_checkpoint("metra/ant-skills", revision="v1")
+    assert path_a == path_b and path_a.name == sha_v1
+
+
+def test_missing_revision_repo_and_file_are_clear_errors(hub):
+    hub.add_checkpoint("metra/ant-skills", BUNDLED)
+    with pytest.raises(CheckpointError, match="revision 'nope' does not exist in Hub repo 'metra/ant-skills'"):
+        resolve_checkpoint("hf://metra/ant-skills@nope")
+    with pytest.raises(CheckpointError, match="Hub repo 'metra/other' does not exist"):
+        resolve_checkpoint("metra/other")
+    empty = hub.cache.parent / "empty"
+    empty.mkdir()
+    (empty / "README.md").write_text("no weights")
+    hub.add_checkpoint("metra/not-skills", empty)
+    with pytest.raises(CheckpointError, match="has no config.json; it is not a metra-gym skill checkpoint"):
+        resolve_checkpoint("metra/not-skills")
+
+
+def test_truncated_download_leaves_nothing_in_place(hub):
+    hub.add_checkpoint("metra/ant-skills", BUNDLED)
+    hub.truncate.add("model.safetensors")
+    with pytest.raises(CheckpointError, match="download of model.safetensors from metra/ant-skills failed"):
+        resolve_checkpoint("metra/ant-skills")
+    snapshots = list((hub.cache / "models--metra--ant-skills").glob("snapshots/*/model.safetensors"))
+    assert snapshots == []
+
+
+def test_offline_without_cache_is_a_clear_error(hub, monkeypatch):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub and no cached copy"):
+        resolve_checkpoint("metra/ant-skills")
+
+
+def test_unreachable_hub_without_cache_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub and no cached copy"):
+        resolve_checkpoint("metra/ant-skills")
+
+
+def test_prepopulated_cache_with_hf_hub_offline_in_a_fresh_process(tmp_path):
+    """What a user on an air-gapped machine does: copy the cache, set HF_HUB_OFFLINE=1 and HF_HUB_CACHE."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "cache" / "models--metra--ant-skills"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(sha)
+    shutil.copytree(BUNDLED, repo / "snapshots" / sha)
+    code = ("import metra_gym, gymnasium as gym; env = gym.make('metra/AntSkills-v0', checkpoint='hf://metra/ant-skills');"
+            "env.reset(seed=0); print(env.step(env.action_space.sample())[4]['skill_steps'])")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "cache"), "HF_ENDPOINT": "http://127.0.0.1:9"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "25"
+
+
+def test_hf_endpoint_variable_in_a_fresh_process(tmp_path):
+    """The user-level route: HF_ENDPOINT set before Python starts, gym.make with a Hub checkpoint."""
+    with FakeHub() as fake:
+        fake.add_checkpoint("metra/ant-skills", BUNDLED, revision="v2")
+        code = ("import metra_gym, gymnasium as gym;"
+                "env = gym.make('metra/AntSkills-v0', checkpoint='metra/ant-skills', revision='v2');"
+                "print(env.reset(seed=0)[0].shape)")
+        env = {**os.environ, "HF_ENDPOINT": fake.endpoint, "HF_HUB_CACHE": str(tmp_path / "cache")}
+        env.pop("HF_HUB_OFFLINE", None)
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "(29,)"
+        assert any("/metra/ant-skills/resolve/v2/model.safetensors" in r for r in fake.requests)
+
+
+def test_push_to_hub_checks_the_folder_then_uploads_it(tmp_path, monkeypatch):
+    calls = []
+
+    class RecordingApi:
+        def __init__(self, token=None):
+            calls.append(("init", token))
+
+        def create_repo(self, repo_id, private, exist_ok):
+            calls.append(("create_repo", repo_id, private))
+
+        def create_branch(self, repo_id, branch, exist_ok):
+            calls.append(("create_branch", repo_id, branch))
+
+        def upload_folder(self, folder_path, repo_id, revision, allow_patterns, commit_message):
+            calls.append(("upload_folder", Path(folder_path), repo_id, revision, sorted(allow_patterns)))
+            return "https://hub/commit/1"
+
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
+    assert push_to_hub(BUNDLED, "me/ant", revision="v1") == "https://hub/commit/1"
+    assert calls[-1] == ("upload_folder", BUNDLED, "me/ant", "v1", ["README.md", "config.json", "model.safetensors"])
+    broken = tmp_path / "broken"
+    shutil.copytree(BUNDLED, broken)
+    (broken / "model.safetensors").write_bytes(b"\x00" * 10)
+    calls.clear()
+    with pytest.raises(CheckpointError, match="truncated or corrupted"):
+        push_to_hub(broken, "me/ant")
+    assert calls == []
+
+
+def test_bundled_names():
+    assert {"ant", "half_cheetah"} <= set(bundled_checkpoints())

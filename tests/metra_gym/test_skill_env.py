@@ -1,0 +1,105 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import metra_gym
+from metra_gym.checkpoint_format import CheckpointError
+from metra_gym.skill_env import SkillEnv
+from metra_gym.skill_policy import SkillPolicy
+
+
+@pytest.mark.parametrize("env_id", ["metra/AntSkills-v0", "metra/HalfCheetahSkills-v0"])
+def test_skill_ids_pass_both_checkers(env_id):
+    check_env(gym.make(env_id).unwrapped, skip_render_check=True)
+    sb3_check_env(gym.make(env_id))
+
+
+def test_three_ways_to_register():
+    assert gym.make("metra_gym:metra/AntSkills-v0").spec.id == "metra/AntSkills-v0"
+    gym.register_envs(metra_gym)
+    env = gym.make("metra/AntSkills-v0", skill_steps=5, checkpoint="ant")
+    assert env.unwrapped.skill_steps == 5 and env.spec.kwargs["skill_steps"] == 5
+
+
+def test_step_runs_k_frozen_steps_and_sums_their_rewards():
+    env = gym.make("metra/AntSkills-v0")
+    assert env.action_space == gym.spaces.Box(-1, 1, (2,), np.float32)
+    obs, _ = env.reset(seed=3)
+    # The same low-level rollout by hand: the frozen policy, deterministic, 25 steps, unit-length skill.
+    inner = gym.make("metra/Ant-v0", max_episode_steps=-1)
+    low_obs, _ = inner.reset(seed=3)
+    np.testing.assert_array_equal(obs, low_obs)
+    policy = SkillPolicy.from_pretrained("ant")
+    z = np.array([3.0, 4.0], dtype=np.float32)
+    total = 0.0
+    for _ in range(25):
+        low_obs, reward, *_ = inner.step(policy.act(low_obs, z / 5.0))
+        total += reward
+    obs, reward, terminated, truncated, info = env.step(z)
+    assert info["skill_steps"] == 25 and (terminated, truncated) == (False, False)
+    np.testing.assert_allclose(info["skill"], [0.6, 0.8], rtol=1e-6)
+    np.testing.assert_allclose(obs, low_obs, rtol=1e-5)
+    assert reward == pytest.approx(total, rel=1e-6)
+    assert "coordinates" in info
+
+
+def test_episode_is_eight_skills_and_a_skill_stops_at_inner_truncation():
+    env = gym.make("metra/AntSkills-v0")
+    env.reset(seed=0)
+    steps = [env.step(env.action_space.sample()) for _ in range(8)]
+    assert [s[3] for s in steps] == [False] * 7 + [True]
+    short = SkillEnv(gym.make("metra/Ant-v0", max_episode_steps=30), checkpoint="ant")
+    short.reset(seed=0)
+    assert short.step([1.0, 0.0])[4]["skill_steps"] == 25
+    _, _, terminated, truncated, info = short.step([1.0, 0.0])
+    assert (info["skill_steps"], terminated, truncated) == (5, False, True)
+
+
+def test_same_seed_and_actions_give_the_same_trajectory():
+    def rollout():
+        env = gym.make("metra/AntSkills-v0")
+        obs, _ = env.reset(seed=11)
+        out = [obs]
+        for action in np.random.default_rng(5).uniform(-1, 1, (4, 2)):
+            out.append(env.step(action.astype(np.float32))[0])
+        return np.stack(out)
+
+    np.testing.assert_array_equal(rollout(), rollout())
+
+
+def test_discrete_skills_take_an_index():
+    env = gym.make("metra/HalfCheetahSkills-v0", skill_steps=3)
+    assert env.action_space == gym.spaces.Discrete(16)
+    env.reset(seed=0)
+    info = env.step(4)[4]
+    np.testing.assert_array_equal(info["skill"], np.eye(16)[4])
+
+
+@pytest.mark.parametrize(("env_id", "action", "message"), [
+    ("metra/AntSkills-v0", [1.0, 0.0, 0.0], r"must have shape \(2,\)"),
+    ("metra/AntSkills-v0", [np.inf, 0.0], "must be finite"),
+    ("metra/AntSkills-v0", [0.0, 0.0], "zero skill action has no direction"),
+    ("metra/HalfCheetahSkills-v0", 16, r"integer in \[0, 16\)"),
+])
+def test_bad_skill_actions(env_id, action, message):
+    env = gym.make(env_id, disable_env_checker=True)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=message):
+        env.step(np.asarray(action, dtype=np.float32) if isinstance(action, list) else action)
+
+
+def test_checkpoint_for_another_env_is_refused():
+    with pytest.raises(CheckpointError, match="trained on metra/HalfCheetah-v0 with 18-d observations, but this "
+                                              "environment's are 29-d"):
+        gym.make("metra/AntSkills-v0", checkpoint="half_cheetah")
+    with pytest.raises(ValueError, match="skill_steps must be an integer >= 1"):
+        gym.make("metra/AntSkills-v0", skill_steps=0)
+
+
+def test_render_passes_through():
+    env = gym.make("metra/AntSkills-v0", render_mode="rgb_array", env_kwargs={"width": 32, "height": 24})
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (24, 32, 3) and frame.dtype == np.uint8

@@ -1,0 +1,134 @@
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch as th
+
+from metra_gym.checkpoint_format import CheckpointError
+from metra_gym.resolve import resolve_checkpoint
+from metra_gym.skill_policy import SkillPolicy
+
+ANT = resolve_checkpoint("ant")
+
+
+@pytest.fixture(scope="module")
+def ant():
+    return SkillPolicy.from_pretrained("ant")
+
+
+def test_act_is_batched_deterministic_and_in_bounds(ant):
+    obs = np.random.default_rng(0).standard_normal((5, 29)).astype(np.float32)
+    z = np.array([[1.0, 0.0]] * 5, dtype=np.float32)
+    batch = ant.act(obs, z)
+    assert batch.shape == (5, 8) and np.all(np.abs(batch) <= 1.0)
+    np.testing.assert_allclose(ant.act(obs[2], z[2]), batch[2], rtol=1e-5, atol=1e-6)
+    sampled = ant.act(obs, z, deterministic=False, rng=np.random.default_rng(1))
+    assert not np.allclose(sampled, batch)
+    np.testing.assert_array_equal(sampled, ant.act(obs, z, deterministic=False, rng=np.random.default_rng(1)))
+
+
+def test_goal_skill_continuous_is_the_unit_phi_direction(ant):
+    obs = np.zeros((3, 29), dtype=np.float32)
+    goal = obs.copy()
+    goal[:, 0] = [5.0, -5.0, 0.0]
+    goal[:, 1] = [0.0, 3.0, 7.0]
+    z = ant.goal_skill(obs, goal)
+    direction = ant.phi(goal) - ant.phi(obs)
+    np.testing.assert_allclose(z, direction / np.linalg.norm(direction, axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(z, axis=1), 1.0, rtol=1e-5)
+
+
+def test_goal_skill_discrete_is_the_one_hot_of_the_argmax():
+    cheetah = SkillPolicy.from_pretrained("half_cheetah")
+    obs = np.zeros((2, 18), dtype=np.float32)
+    goal = obs.copy()
+    goal[:, 0] = [30.0, -30.0]
+    z = cheetah.goal_skill(obs, goal)
+    expected = np.argmax(cheetah.phi(goal) - cheetah.phi(obs), axis=1)
+    np.testing.assert_array_equal(np.argmax(z, axis=1), expected)
+    np.testing.assert_array_equal(z.sum(axis=1), 1.0)
+
+
+def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path):
+    from pretrain.config import load_config
+    from pretrain.export import export_run
+    from pretrain.metra import METRA
+    from pretrain.trainer import train
+
+    config = load_config("point_mass", ["epochs=3", "learning_starts=400", "net_width=32", "torch_threads=1",
+                                        "eval_every=3", "checkpoint_every=3"])
+    train(config, tmp_path / "run", verbose=0)
+    export_run(tmp_path / "run", tmp_path / "ckpt")
+    model = METRA.load(tmp_path / "run" / "checkpoints" / "latest" / "model.zip", device="cpu")
+    policy = SkillPolicy.from_pretrained(tmp_path / "ckpt")
+    obs = np.random.default_rng(0).uniform(-5, 5, (16, 2)).astype(np.float32)
+    z = np.random.default_rng(1).standard_normal((16, 2)).astype(np.float32)
+    with th.no_grad():
+        expected = model.actor(th.as_tensor(np.concatenate([obs, z], 1)), deterministic=True).numpy()
+        expected_phi = model.phi(th.as_tensor(obs)).numpy()
+    np.testing.assert_allclose(policy.act(obs, z), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(policy.phi(obs), expected_phi, rtol=1e-5, atol=1e-6)
+    assert policy.config["provenance"]["epochs"] == 3
+    card = (tmp_path / "ckpt" / "README.md").read_text()
+    assert "model-index" in card and "- metra" in card and "- stable-baselines3" in card
+
+
+@pytest.mark.parametrize(("obs", "z", "message"), [
+    (np.zeros(18), [1.0, 0.0], "observations must have 29 entries"),
+    (np.zeros(29), [1.0, 0.0, 0.0], r"skills must have shape \(2,\)"),
+    (np.zeros(29), [np.nan, 1.0], "skills must be finite"),
+])
+def test_bad_policy_inputs(ant, obs, z, message):
+    with pytest.raises(ValueError, match=message):
+        ant.act(obs, z)
+
+
+def _broken_copy(tmp_path, name):
+    folder = tmp_path / name
+    shutil.copytree(ANT, folder)
+    return folder
+
+
+def test_missing_truncated_corrupted_and_mismatched_weights(tmp_path):
+    missing = _broken_copy(tmp_path, "missing")
+    (missing / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="model.safetensors is missing"):
+        SkillPolicy.from_pretrained(missing)
+
+    truncated = _broken_copy(tmp_path, "truncated")
+    data = (truncated / "model.safetensors").read_bytes()
+    (truncated / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="truncated or corrupted"):
+        SkillPolicy.from_pretrained(truncated)
+
+    corrupted = _broken_copy(tmp_path, "corrupted")
+    (corrupted / "model.safetensors").write_bytes(b"\xff" * 64 + data[64:])
+    with pytest.raises(CheckpointError, match="truncated or corrupted"):
+        SkillPolicy.from_pretrained(corrupted)
+
+    mismatched = _broken_copy(tmp_path, "mismatched")
+    config = (mismatched / "config.json").read_text().replace('"obs_dim": 29', '"obs_dim": 30')
+    (mismatched / "config.json").write_text(config)
+    with pytest.raises(CheckpointError, match="do not match its config.json"):
+        SkillPolicy.from_pretrained(mismatched)
+
+
+def test_bad_config_json_and_unknown_names(tmp_path):
+    bad = _broken_copy(tmp_path, "badjson")
+    (bad / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="config.json is not valid JSON"):
+        SkillPolicy.from_pretrained(bad)
+    with pytest.raises(CheckpointError, match=r"unknown checkpoint 'antt': bundled names are \['ant', 'half_cheetah'\]"):
+        SkillPolicy.from_pretrained("antt")
+    with pytest.raises(CheckpointError, match="config.json is missing"):
+        SkillPolicy.from_pretrained(tmp_path)
+
+
+def test_importing_metra_gym_imports_no_torch_mujoco_or_pretrain():
+    code = ("import sys, metra_gym, gymnasium as gym; gym.spec('metra/AntSkills-v0');"
+            "print(sorted(m for m in ('torch', 'mujoco', 'pretrain', 'stable_baselines3') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
