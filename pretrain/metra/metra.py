@@ -130,10 +130,12 @@ class METRA(SAC):
             )
         super()._setup_model()
         self.phi = PhiNetwork(self.obs_dim, self.skill_dim, self.phi_net_arch).to(self.device)
-        self.phi_optimizer = th.optim.Adam(self.phi.parameters(), lr=self.phi_learning_rate)
+        # phi and lambda use the policy's optimiser settings (e.g. fused Adam), so one switch governs all.
+        optimizer_kwargs = self.policy_kwargs.get("optimizer_kwargs") or {}
+        self.phi_optimizer = th.optim.Adam(self.phi.parameters(), lr=self.phi_learning_rate, **optimizer_kwargs)
         # lambda is kept in log space so that it stays positive (official code: log_dual_lam).
         self.log_dual_lam = th.tensor([np.log(self.dual_lam_init)], device=self.device, requires_grad=True)
-        self.dual_optimizer = th.optim.Adam([self.log_dual_lam], lr=self.dual_learning_rate)
+        self.dual_optimizer = th.optim.Adam([self.log_dual_lam], lr=self.dual_learning_rate, **optimizer_kwargs)
 
     # --- METRA's quantities -------------------------------------------------------------------------------
 
@@ -225,11 +227,13 @@ class METRA(SAC):
 
         actions_pi, log_prob = self.actor.action_log_prob(batch.observations)
         log_prob = log_prob.reshape(-1, 1)
+        self.critic.requires_grad_(False)  # the actor step needs no critic weight gradients: skip computing them
         q_pi = th.min(th.cat(self.critic(batch.observations, actions_pi), dim=1), dim=1, keepdim=True)[0]
         actor_loss = (alpha * log_prob - q_pi).mean()
         self.actor.optimizer.zero_grad()
         actor_loss.backward()
         self.actor.optimizer.step()
+        self.critic.requires_grad_(True)
 
         if self.ent_coef_optimizer is not None:  # a fixed alpha (e.g. Kitchen's 0.01) skips this step
             alpha_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
