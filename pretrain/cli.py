@@ -7,6 +7,7 @@ Examples::
     metra-pretrain train --resume runs/ant-s0 --set epochs=4000    # ... and train it longer
     metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
     metra-pretrain export runs/ant-s0 checkpoints/ant                # pickle-free skill checkpoint
+    metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
 """
 
 from __future__ import annotations
@@ -64,6 +65,21 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from metra_gym.checkpoint_format import CheckpointError
+    from pretrain.evaluate_checkpoint import evaluate_checkpoint
+
+    try:
+        result = evaluate_checkpoint(args.checkpoint, args.out, n_skills=args.skills, seed=args.seed,
+                                     revision=args.revision)
+    except CheckpointError as error:
+        print(f"metra-pretrain: error: {error}", file=sys.stderr)
+        return 2
+    print(f"{args.checkpoint}: policy coverage {result['policy_coverage']} bins "
+          f"({args.skills} deterministic skills x 200 steps); figures and coverage.json in {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="metra-pretrain", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
     export.add_argument("--command-line", help="the training command to record in the model card")
     export.set_defaults(func=_export)
+
+    evaluate = commands.add_parser("evaluate", help="policy coverage and figures of a skill checkpoint")
+    evaluate.add_argument("checkpoint", nargs="?", default="ant", help="bundled name, folder or Hub repo")
+    evaluate.add_argument("--out", default="eval_out", help="folder for coverage.json and the figures")
+    evaluate.add_argument("--skills", type=int, default=48)
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--revision", help="Hub revision")
+    evaluate.set_defaults(func=_evaluate)
     return parser
 
 

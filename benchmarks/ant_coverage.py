@@ -1,0 +1,103 @@
+"""Ant policy coverage against env steps and wall-clock hours, beside the official METRA curve.
+
+Trains (or continues) the run when ``--train`` is given, then writes ``<out>.json`` and ``<out>.png`` from the
+run's evaluation history (48 deterministic skills, 1 x 1 m bins, every ``eval_every`` epochs).
+
+    python benchmarks/ant_coverage.py --run-dir runs/ant-s0 --train --epochs 2000   # hours on 2 CPU cores
+    python benchmarks/ant_coverage.py --run-dir runs/ant-s0                         # just report a run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+import numpy as np
+
+# Official code, state Ant, 2-D skills, seed 0, one A100 node (shared/metra-reference.md section 5).
+OFFICIAL = [  # (epoch, env steps, hours, policy coverage)
+    (0, 0, 0.0, 4), (1000, 1_600_000, 0.63, 107), (2000, 3_200_000, 1.23, 596), (3000, 4_800_000, 1.83, 1232),
+    (5000, 8_000_000, 3.03, 1751), (6000, 9_600_000, 3.63, 2189), (20000, 32_000_000, 12.0, 2444),
+    (40000, 64_000_000, 23.9, 2761),
+]
+
+
+def official_at(env_steps: float) -> float:
+    steps = [row[1] for row in OFFICIAL]
+    return float(np.interp(env_steps, steps, [row[3] for row in OFFICIAL]))
+
+
+def report(run_dirs: list[Path], out: Path, machine: str) -> dict:
+    runs = {}
+    for run_dir in run_dirs:
+        history = json.loads((run_dir / "eval" / "coverage.json").read_text())
+        config = (run_dir / "config.yaml").read_text()
+        runs[run_dir.name] = {
+            "config": config,
+            "rows": [{**row, "hours": round(row["wall_clock_s"] / 3600, 3),
+                      "official_at_same_env_steps": round(official_at(row["env_steps"]), 1)} for row in history],
+        }
+    result = {"machine": machine, "metric": "policy coverage: 48 deterministic skills x 200 steps, 1 x 1 m x-y bins",
+              "official": [dict(zip(("epoch", "env_steps", "hours_a100", "policy_coverage"), row)) for row in OFFICIAL],
+              "runs": runs}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    plot(result, out.with_suffix(".png"))
+    return result
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    official = result["official"]
+    for ax, x_key, official_key, label in ((left, "env_steps", "env_steps", "env steps (M)"),
+                                           (right, "hours", "hours_a100", "wall-clock hours")):
+        scale = 1e6 if x_key == "env_steps" else 1.0
+        ax.plot([r[official_key] / scale for r in official if r["epoch"] <= 6000],
+                [r["policy_coverage"] for r in official if r["epoch"] <= 6000], "k--o", ms=3,
+                label="official METRA (A100)")
+        for name, run in result["runs"].items():
+            rows = run["rows"]
+            ax.plot([r[x_key] / scale for r in rows], [r["policy_coverage"] for r in rows], label=f"metra-gym {name}")
+        ax.set_xlabel(label)
+        ax.set_ylabel("policy coverage (1 m bins)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    left.set_title("Ant coverage per env step")
+    right.set_title(f"Ant coverage per hour ({result['machine']})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", type=Path, nargs="+", default=[Path("runs/ant-s0")])
+    parser.add_argument("--train", action="store_true", help="train (or resume) the first run before reporting")
+    parser.add_argument("--epochs", type=int, default=2000)
+    parser.add_argument("--machine", default=f"2-core {platform.machine()} CPU, no GPU")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ant_coverage"))
+    args = parser.parse_args()
+    if args.train:
+        from pretrain.cli import main as cli
+
+        run = str(args.run_dir[0])
+        resume = (args.run_dir[0] / "checkpoints").exists()
+        cli(["train", "--no-progress", "--set", f"epochs={args.epochs}", "--set", "eval_every=50"]
+            + (["--resume", run] if resume else ["--config", "ant", "--run-dir", run]))
+    result = report(args.run_dir, args.out, args.machine)
+    for name, run in result["runs"].items():
+        print(f"{name}:  epoch  env_steps  hours  coverage  official@same-steps")
+        for row in run["rows"][:: max(1, len(run["rows"]) // 20)] + run["rows"][-1:]:
+            print(f"  {row['epoch']:6d} {row['env_steps']:10d} {row['hours']:6.2f} {row['policy_coverage']:9d} "
+                  f"{row['official_at_same_env_steps']:9.0f}")
+
+
+if __name__ == "__main__":
+    main()
