@@ -10,6 +10,10 @@ _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
     "metra/Ant-v0": ("metra_gym.envs.locomotion:MetraAntEnv", PRETRAINING_EPISODE_STEPS),
     "metra/HalfCheetah-v0": ("metra_gym.envs.locomotion:MetraHalfCheetahEnv", PRETRAINING_EPISODE_STEPS),
     "metra/PointMass-v0": ("metra_gym.envs.point_mass:PointMassEnv", 50),
+    # Downstream tasks (paper appendix): low-level envs of 200 steps, task information after the pretraining obs.
+    "metra/AntMultiGoals-v0": ("metra_gym.envs.tasks:AntMultiGoalsEnv", PRETRAINING_EPISODE_STEPS),
+    "metra/HalfCheetahGoal-v0": ("metra_gym.envs.tasks:HalfCheetahGoalEnv", PRETRAINING_EPISODE_STEPS),
+    "metra/HalfCheetahHurdle-v0": ("metra_gym.envs.tasks:HalfCheetahHurdleEnv", PRETRAINING_EPISODE_STEPS),
 }
 
 
@@ -18,6 +22,13 @@ SKILLS_PER_EPISODE = 8
 _SKILL_ENVS: dict[str, dict[str, object]] = {
     "metra/AntSkills-v0": {"env": "metra/Ant-v0", "checkpoint": "ant", "skill_steps": 25},
     "metra/HalfCheetahSkills-v0": {"env": "metra/HalfCheetah-v0", "checkpoint": "half_cheetah", "skill_steps": 25},
+    # The frozen policy sees only the pretraining observation (29-d / 18-d); the high level sees everything.
+    "metra/AntMultiGoalsSkills-v0": {"env": "metra/AntMultiGoals-v0", "checkpoint": "ant", "skill_steps": 25,
+                                     "policy_obs_dim": 29},
+    "metra/HalfCheetahGoalSkills-v0": {"env": "metra/HalfCheetahGoal-v0", "checkpoint": "half_cheetah",
+                                       "skill_steps": 25, "policy_obs_dim": 18},
+    "metra/HalfCheetahHurdleSkills-v0": {"env": "metra/HalfCheetahHurdle-v0", "checkpoint": "half_cheetah",
+                                         "skill_steps": 25, "policy_obs_dim": 18},
 }
 
 

@@ -8,6 +8,7 @@ Examples::
     metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
     metra-pretrain export runs/ant-s0 checkpoints/ant                # pickle-free skill checkpoint
     metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
+    metra-pretrain goal-eval ant --goals 50 --out eval/ant-goals     # zero-shot goal reaching
 """
 
 from __future__ import annotations
@@ -80,6 +81,25 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _goal_eval(args: argparse.Namespace) -> int:
+    from metra_gym.checkpoint_format import CheckpointError
+    from pretrain.goal_reaching import goal_eval
+
+    try:
+        result = goal_eval(args.checkpoint, args.out, n_goals=args.goals, seed=args.seed,
+                           baseline=not args.no_baseline)
+    except (CheckpointError, ValueError) as error:
+        print(f"metra-pretrain: error: {error}", file=sys.stderr)
+        return 2
+    for name in ("trained", "untrained"):
+        if name in result:
+            low, high = result[name]["ci95"]
+            print(f"{name:9s}: final distance {result[name]['mean']:.2f} (95 % interval {low:.2f}-{high:.2f}) "
+                  f"over {args.goals} goals")
+    print(f"results and goal_paths.png in {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="metra-pretrain", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -108,6 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--revision", help="Hub revision")
     evaluate.set_defaults(func=_evaluate)
+
+    goals = commands.add_parser("goal-eval", help="zero-shot goal reaching of a checkpoint vs an untrained one")
+    goals.add_argument("checkpoint", nargs="?", default="ant", help="bundled name, folder or Hub repo")
+    goals.add_argument("--out", default="goal_eval_out")
+    goals.add_argument("--goals", type=int, default=50)
+    goals.add_argument("--seed", type=int, default=0)
+    goals.add_argument("--no-baseline", action="store_true", help="skip the untrained checkpoint")
+    goals.set_defaults(func=_goal_eval)
     return parser
 
 

@@ -19,7 +19,7 @@ import metra_gym
 from metra_gym.checkpoint_format import CARD, CONFIG, FORMAT_VERSION, WEIGHTS
 from metra_gym.envs.normalization import ObservationNormalizer
 from pretrain.checkpoint import checkpoint_dir
-from pretrain.config import ConfigError
+from pretrain.config import ConfigError, PretrainConfig
 from pretrain.metra import METRA
 from pretrain.trainer import read_run_config
 
@@ -47,11 +47,12 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
         "library_name": "metra-gym",
         "tags": [config["env_id"], "reinforcement-learning", "stable-baselines3", "metra", "skill-discovery",
                  "deep-reinforcement-learning"],
-        **metadata_eval_result(
+    }
+    if provenance.get(metric) is not None:  # an untrained baseline has no measured result
+        metadata.update(metadata_eval_result(
             model_pretty_name=repo_name, task_pretty_name="reinforcement-learning", task_id="reinforcement-learning",
             metrics_pretty_name="policy state coverage (1 m bins, 48 skills)", metrics_id=metric,
-            metrics_value=provenance.get(metric), dataset_pretty_name=config["env_id"], dataset_id=config["env_id"]),
-    }
+            metrics_value=provenance[metric], dataset_pretty_name=config["env_id"], dataset_id=config["env_id"]))
     skills = f"{config['skill_dim']} {'discrete' if config['discrete_skills'] else 'continuous (unit-length)'}"
     body = f"""
 # METRA skills for {config['env_id']}
@@ -62,7 +63,7 @@ metra-gym on Stable-Baselines3 SAC. Skills: {skills}.
 | | |
 |---|---|
 | policy coverage (48 deterministic skills, 1 m bins) | {provenance.get('policy_coverage')} |
-| env steps | {provenance.get('env_steps'):,} ({provenance.get('epochs')} epochs) |
+| env steps | {provenance.get('env_steps', 0):,} ({provenance.get('epochs')} epochs) |
 | training time | {provenance.get('wall_clock_h')} h on {provenance.get('machine')} |
 | seed | {provenance.get('seed')} |
 
@@ -101,8 +102,23 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
     history_path = run_dir / "eval" / "coverage.json"
     history = json.loads(history_path.read_text()) if history_path.is_file() else []
     last_eval = next((row for row in reversed(history) if row["epoch"] <= state["epoch"]), {})
-    low, high = model.action_space.low, model.action_space.high
+    provenance = {
+        "env_steps": int(state["num_timesteps"]),
+        "epochs": int(state["epoch"]),
+        "policy_coverage": last_eval.get("policy_coverage"),
+        "coverage_epoch": last_eval.get("epoch"),
+        "wall_clock_h": round(float(state.get("wall_clock_s", 0.0)) / 3600, 2),
+        "machine": machine,
+        "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir", str(run_dir)]),
+    }
+    return write_checkpoint(model, run_config, out_dir, provenance)
+
+
+def write_checkpoint(model: METRA, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:
+    """Write a METRA model's skill policy and phi as a checkpoint folder, atomically (temporary folder renamed)."""
+    out_dir = Path(out_dir)
     skill_env_id = {"metra/Ant-v0": "metra/AntSkills-v0", "metra/HalfCheetah-v0": "metra/HalfCheetahSkills-v0"}
+    net_arch = model.policy.net_arch
     config = {
         "format_version": FORMAT_VERSION,
         "env_id": run_config.env_id,
@@ -110,26 +126,19 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         "skill_env_id": skill_env_id.get(run_config.env_id),
         "obs_dim": model.obs_dim,
         "action_dim": int(model.action_space.shape[0]),
-        "action_low": low.tolist(),
-        "action_high": high.tolist(),
+        "action_low": model.action_space.low.tolist(),
+        "action_high": model.action_space.high.tolist(),
         "skill_dim": model.skill_dim,
         "discrete_skills": model.discrete_skills,
-        "actor_hidden": list(model.policy.net_arch["pi"] if isinstance(model.policy.net_arch, dict)
-                             else model.policy.net_arch),
+        "actor_hidden": list(net_arch["pi"] if isinstance(net_arch, dict) else net_arch),
         "phi_hidden": list(model.phi_net_arch),
         "normalizer": {"name": run_config.normalizer,
                        **ObservationNormalizer.from_name(run_config.normalizer, model.obs_dim).to_dict()},
         "provenance": {
             "algorithm": "METRA on Stable-Baselines3 SAC (metra-gym)",
             "package_version": metra_gym.__version__,
-            "env_steps": int(state["num_timesteps"]),
-            "epochs": int(state["epoch"]),
             "seed": run_config.seed,
-            "policy_coverage": last_eval.get("policy_coverage"),
-            "coverage_epoch": last_eval.get("epoch"),
-            "wall_clock_h": round(float(state.get("wall_clock_s", 0.0)) / 3600, 2),
-            "machine": machine,
-            "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir", str(run_dir)]),
+            **provenance,
             "config": run_config.to_dict(),
         },
     }
@@ -149,6 +158,18 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
+
+
+def export_untrained(run_config: PretrainConfig, out_dir: Path) -> Path:
+    """A checkpoint of a freshly initialised METRA model: the baseline of zero-shot and downstream results."""
+    from pretrain.trainer import build_model, env_factory, training_env
+
+    venv = training_env(run_config, env_factory(run_config))
+    model = build_model(run_config, venv, out_dir.parent / ".untrained-run")
+    provenance = {"env_steps": 0, "epochs": 0, "policy_coverage": None, "machine": "-", "command": "untrained"}
+    path = write_checkpoint(model, run_config, out_dir, provenance)
+    venv.close()
+    return path
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,157 @@
+"""The paper's downstream tasks (appendix): Ant multi-goals, HalfCheetah goal, HalfCheetah hurdles.
+
+Each observation is the pretraining observation followed by the task information, so a frozen skill policy
+can see exactly what it was trained on (``SkillEnv(..., policy_obs_dim=...)`` strips the rest). Rewards are
+the sparse task rewards of the paper; ``info["coordinates"]`` holds the agent's position as in pretraining.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from metra_gym.envs.locomotion import MetraAntEnv, MetraHalfCheetahEnv
+
+
+def _with_task_space(env: Any, task_dim: int) -> None:
+    size = env.observation_space.shape[0] + task_dim
+    env.observation_space = spaces.Box(-np.inf, np.inf, (size,), np.float32)
+
+
+class AntMultiGoalsEnv(MetraAntEnv):
+    """Ant reaches 4 goals in turn, each uniform within +-``goal_range`` of its current x-y.
+
+    Reward ``goal_reward`` when within ``goal_radius`` of the goal; the next goal comes when one is reached or
+    after ``steps_per_goal`` steps, and the episode terminates after the last goal. Task observation: the goal
+    relative to the agent (2-d). Registered as ``metra/AntMultiGoals-v0`` (200 steps).
+    """
+
+    def __init__(self, n_goals: int = 4, goal_range: float = 7.5, goal_radius: float = 3.0,
+                 goal_reward: float = 2.5, steps_per_goal: int = 50, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.n_goals, self.goal_range, self.goal_radius = n_goals, goal_range, goal_radius
+        self.goal_reward, self.steps_per_goal = goal_reward, steps_per_goal
+        self.goal = np.zeros(2)
+        self.goals_done = 0
+        self._goal_steps = 0
+        _with_task_space(self, 2)
+
+    def _new_goal(self) -> None:
+        self.goal = self.coordinates() + self.np_random.uniform(-self.goal_range, self.goal_range, 2)
+        self._goal_steps = 0
+
+    def reset_model(self) -> np.ndarray:
+        super().reset_model()
+        self.goals_done = 0
+        self._new_goal()
+        return self._get_obs()
+
+    def _get_obs(self) -> np.ndarray:
+        task = (self.goal - self.coordinates()).astype(np.float32)
+        return np.concatenate([super()._get_obs(), task])
+
+    def step(self, action: np.ndarray):
+        obs, _, _, truncated, info = super().step(action)
+        self._goal_steps += 1
+        reached = bool(np.linalg.norm(self.coordinates() - self.goal) <= self.goal_radius)
+        reward = self.goal_reward if reached else 0.0
+        if reached or self._goal_steps >= self.steps_per_goal:
+            self.goals_done += 1
+            if self.goals_done < self.n_goals:
+                self._new_goal()
+        terminated = self.goals_done >= self.n_goals
+        info.update(goal=self.goal.copy(), goal_reached=reached, goals_done=self.goals_done)
+        return self._get_obs(), reward, terminated, truncated, info
+
+
+class HalfCheetahGoalEnv(MetraHalfCheetahEnv):
+    """HalfCheetah reaches a goal x uniform in ``[-goal_range, goal_range]``: reward ``goal_reward`` and the end
+    of the episode when within ``goal_radius``. Task observation: goal x relative to the agent (1-d).
+    Registered as ``metra/HalfCheetahGoal-v0`` (200 steps)."""
+
+    def __init__(self, goal_range: float = 100.0, goal_radius: float = 3.0, goal_reward: float = 10.0,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.goal_range, self.goal_radius, self.goal_reward = goal_range, goal_radius, goal_reward
+        self.goal = 0.0
+        _with_task_space(self, 1)
+
+    def reset_model(self) -> np.ndarray:
+        super().reset_model()
+        self.goal = float(self.np_random.uniform(-self.goal_range, self.goal_range))
+        return self._get_obs()
+
+    def _get_obs(self) -> np.ndarray:
+        return np.concatenate([super()._get_obs(), np.array([self.goal - self.data.qpos[0]], dtype=np.float32)])
+
+    def step(self, action: np.ndarray):
+        obs, _, _, truncated, info = super().step(action)
+        reached = bool(abs(self.data.qpos[0] - self.goal) <= self.goal_radius)
+        info.update(goal=self.goal, goal_reached=reached)
+        return obs, self.goal_reward if reached else 0.0, reached, truncated, info
+
+
+def hurdle_xml(positions: np.ndarray, height: float) -> str:
+    """Gymnasium's half_cheetah.xml with one box per hurdle (real collision bodies), written once to a cache file."""
+    import gymnasium.envs.mujoco as gym_mujoco
+
+    source = Path(gym_mujoco.__file__).parent / "assets" / "half_cheetah.xml"
+    geoms = "".join(
+        f'<geom name="hurdle{i}" type="box" pos="{x:.3f} 0 {height / 2:.3f}" size="0.05 1 {height / 2:.3f}" '
+        f'rgba="0.9 0.3 0.2 1" contype="1" conaffinity="1" condim="3"/>' for i, x in enumerate(positions))
+    text = source.read_text()
+    anchor = "<worldbody>"
+    if anchor not in text:
+        raise RuntimeError(f"unexpected {source}: no {anchor}")
+    text = text.replace(anchor, anchor + geoms, 1)
+    digest = hashlib.sha1(text.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"metra_gym_half_cheetah_hurdle_{digest}.xml"
+    if not path.is_file():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)  # atomic: parallel environments never read a half-written file
+    return str(path)
+
+
+class HalfCheetahHurdleEnv(MetraHalfCheetahEnv):
+    """HalfCheetah with hurdles ahead (boxes ``hurdle_height`` m high every ``spacing`` m): reward 1 each time it
+    gets past a hurdle, counted once per hurdle. Task observation: the next hurdle's x and its distance ahead
+    (2-d). Registered as ``metra/HalfCheetahHurdle-v0`` (200 steps)."""
+
+    def __init__(self, n_hurdles: int = 20, spacing: float = 5.0, hurdle_height: float = 0.25,
+                 **kwargs: Any) -> None:
+        self.hurdles = spacing * np.arange(1, n_hurdles + 1, dtype=np.float64)
+        self.spacing = spacing
+        self.next_hurdle = 0
+        super().__init__(xml_file=hurdle_xml(self.hurdles, hurdle_height), **kwargs)
+        _with_task_space(self, 2)
+
+    def _next_hurdle_x(self) -> float:
+        if self.next_hurdle < len(self.hurdles):
+            return float(self.hurdles[self.next_hurdle])
+        return float(self.hurdles[-1] + self.spacing)  # all passed: a virtual one further on keeps obs finite
+
+    def reset_model(self) -> np.ndarray:
+        super().reset_model()
+        self.next_hurdle = 0
+        return self._get_obs()
+
+    def _get_obs(self) -> np.ndarray:
+        x = self._next_hurdle_x()
+        return np.concatenate([super()._get_obs(), np.array([x, x - self.data.qpos[0]], dtype=np.float32)])
+
+    def step(self, action: np.ndarray):
+        super().step(action)
+        passed = 0
+        while self.next_hurdle < len(self.hurdles) and self.data.qpos[0] > self.hurdles[self.next_hurdle]:
+            self.next_hurdle += 1
+            passed += 1
+        obs = self._get_obs()
+        info = {"coordinates": self.coordinates(), "hurdles_passed": self.next_hurdle}
+        return obs, float(passed), False, False, info

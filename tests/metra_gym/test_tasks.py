@@ -1,0 +1,120 @@
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import metra_gym  # noqa: F401
+
+TASK_IDS = ["metra/AntMultiGoals-v0", "metra/HalfCheetahGoal-v0", "metra/HalfCheetahHurdle-v0",
+            "metra/AntMultiGoalsSkills-v0", "metra/HalfCheetahGoalSkills-v0", "metra/HalfCheetahHurdleSkills-v0"]
+
+
+@pytest.mark.parametrize("env_id", TASK_IDS)
+def test_every_task_id_passes_the_checker(env_id):
+    check_env(gym.make(env_id).unwrapped, skip_render_check=True)
+
+
+def _teleport(env, x, y=None):
+    qpos, qvel = env.data.qpos.copy(), np.zeros_like(env.data.qvel)
+    qpos[0] = x
+    if y is not None:
+        qpos[1] = y
+    env.set_state(qpos, qvel)
+
+
+def test_ant_goal_reached_within_radius_pays_and_moves_on():
+    env = gym.make("metra/AntMultiGoals-v0").unwrapped
+    obs, _ = env.reset(seed=0)
+    goal = env.goal.copy()
+    np.testing.assert_allclose(obs[29:], goal - env.coordinates(), rtol=1e-5)
+    assert np.all(np.abs(goal - env.coordinates()) <= 7.5)
+    _teleport(env, goal[0] + 1.0, goal[1] + 1.0)  # 1.41 m from the goal: inside the 3 m radius
+    obs, reward, terminated, _, info = env.step(np.zeros(8))
+    assert (reward, info["goal_reached"], info["goals_done"], terminated) == (2.5, True, 1, False)
+    assert not np.allclose(env.goal, goal)
+    assert np.all(np.abs(env.goal - env.coordinates()) <= 7.5 + 0.1)
+    np.testing.assert_allclose(obs[29:], env.goal - env.coordinates(), rtol=1e-5)
+
+
+def test_ant_goal_expires_after_50_steps_and_episode_ends_after_4_goals():
+    env = gym.make("metra/AntMultiGoals-v0").unwrapped
+    env.reset(seed=1)
+    rewards, goals_seen, terminated, steps = [], [], False, 0
+    while not terminated:
+        _teleport(env, env.goal[0] + 20.0, env.goal[1])  # always far from the goal
+        _, reward, terminated, _, info = env.step(np.zeros(8))
+        rewards.append(reward)
+        goals_seen.append(info["goals_done"])
+        steps += 1
+    assert steps == 200 and sum(rewards) == 0.0 and goals_seen[49] == 1 and goals_seen[-1] == 4
+
+
+def test_cheetah_goal_pays_10_and_terminates_within_3():
+    env = gym.make("metra/HalfCheetahGoal-v0").unwrapped
+    obs, _ = env.reset(seed=0)
+    assert -100 <= env.goal <= 100 and obs[18] == pytest.approx(env.goal - env.data.qpos[0], abs=1e-4)
+    _teleport(env, env.goal + 5.0)
+    assert env.step(np.zeros(6))[1:3] == (0.0, False)
+    _teleport(env, env.goal + 2.0)
+    assert env.step(np.zeros(6))[1:3] == (10.0, True)
+
+
+def test_hurdles_are_bodies_and_each_counts_once():
+    env = gym.make("metra/HalfCheetahHurdle-v0").unwrapped
+    obs, _ = env.reset(seed=0)
+    hurdle = env.model.geom("hurdle0")
+    assert hurdle.type[0] == mujoco.mjtGeom.mjGEOM_BOX and env.model.geom_contype[hurdle.id] == 1
+    np.testing.assert_allclose(obs[18:], [5.0, 5.0 - env.data.qpos[0]], rtol=1e-4)
+    _teleport(env, 5.3)
+    assert env.step(np.zeros(6))[1] == 1.0  # over the first hurdle
+    _teleport(env, 5.6)
+    assert env.step(np.zeros(6))[1] == 0.0  # still past it: counted once
+    _teleport(env, 15.5)
+    obs, reward, *_ = env.step(np.zeros(6))
+    assert reward == 2.0 and obs[18] == pytest.approx(20.0)  # hurdles at 10 and 15; next one at 20
+    _teleport(env, 4.0)
+    assert env.step(np.zeros(6))[1] == 0.0  # going back and over again earns nothing
+
+
+def test_cheetah_collides_with_a_hurdle_it_runs_into():
+    env = gym.make("metra/HalfCheetahHurdle-v0").unwrapped
+    env.reset(seed=0)
+    _teleport(env, 4.0)
+    qvel = np.zeros_like(env.data.qvel)
+    qvel[0] = 6.0  # slide forward at 6 m/s without jumping
+    env.set_state(env.data.qpos.copy(), qvel)
+    hurdle = env.model.geom("hurdle0").id
+    touched = set()
+    for _ in range(6):
+        env.step(np.zeros(6))
+        for contact in env.data.contact[: env.data.ncon]:
+            if hurdle in (contact.geom1, contact.geom2):
+                touched.add(env.model.geom(contact.geom1 + contact.geom2 - hurdle).name)
+    assert touched & {"fshin", "ffoot", "bshin", "bfoot", "fthigh", "bthigh", "torso", "head"}
+
+
+def test_skill_policy_sees_only_the_pretraining_observation(monkeypatch):
+    env = gym.make("metra/AntMultiGoalsSkills-v0")
+    seen = []
+    policy = env.unwrapped.policy
+    original = policy.act
+    monkeypatch.setattr(policy, "act", lambda obs, z, **kw: seen.append(np.shape(obs)) or original(obs, z, **kw))
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (31,)
+    env.step(np.array([1.0, 0.0], dtype=np.float32))
+    assert set(seen) == {(29,)} and len(seen) == 25
+
+
+def test_short_hierarchical_sb3_runs_complete():
+    from pretrain.downstream import flat_agent, hierarchical_agent
+
+    sac = hierarchical_agent("ant_multigoals", seed=0, learning_starts=16)
+    sac.learn(48)
+    assert sac.num_timesteps == 48 and sac._n_updates > 0
+    ppo = hierarchical_agent("cheetah_hurdle", seed=0, n_envs=8)
+    ppo.learn(512)
+    assert ppo.num_timesteps == 512
+    flat = flat_agent("cheetah_goal", seed=0, learning_starts=100)
+    flat.learn(200)
+    assert flat._n_updates > 0
