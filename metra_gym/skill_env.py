@@ -40,6 +40,9 @@ class SkillEnv(gym.Env):
     :param render_mode: passed to the inner environment.
     """
 
+    # What gym.make checks before building; the instance copies the inner environment's metadata.
+    metadata = {"render_modes": ["human", "rgb_array", "depth_array"]}
+
     def __init__(self, env: gym.Env | str, checkpoint: Any = "ant", skill_steps: int = 25,
                  revision: str | None = None, env_kwargs: dict[str, Any] | None = None,
                  policy_obs_dim: int | None = None, render_mode: str | None = None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -170,7 +169,3 @@ def export_untrained(run_config: PretrainConfig, out_dir: Path) -> Path:
     path = write_checkpoint(model, run_config, out_dir, provenance)
     venv.close()
     return path
-
-
-if __name__ == "__main__":  # pragma: no cover
-    export_run(sys.argv[1], sys.argv[2])

@@ -128,8 +128,9 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     run_dir = Path(run_dir)
     th.set_num_threads(config.torch_threads)
     make = env_factory(config)
-    n_coordinates = len(make().reset(seed=0)[1]["coordinates"])
-    tracker = CoverageTracker(n_coordinates)
+    probe = make()
+    tracker = CoverageTracker(n_coordinates=len(probe.reset(seed=0)[1]["coordinates"]))
+    probe.close()
     venv = training_env(config, make)
     start_epoch, start_wall_clock = 0, 0.0
     if resume:
