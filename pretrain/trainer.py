@@ -146,15 +146,14 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     save_config(config, run_dir)
 
     rollouts = SkillRollouts(make, config.eval_skills, config.episode_steps)
-    epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
-                           config.checkpoint_every, save=lambda epoch: None, start_epoch=start_epoch,
-                           start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose)
 
-    def save(epoch: int) -> None:
+    def save(epoch: int) -> None:  # called by the callback below, so `epochs` exists by then
         save_checkpoint(run_dir, model, tracker, epoch, config.save_replay_buffer,
                         extra={"wall_clock_s": epochs.wall_clock()})
 
-    epochs.save = save
+    epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
+                           config.checkpoint_every, save=save, start_epoch=start_epoch,
+                           start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose)
     remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
     if remaining > 0:
         model.learn(remaining, callback=CallbackList([TrainingCoverage(tracker), epochs]), tb_log_name="metra",
