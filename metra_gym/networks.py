@@ -33,7 +33,6 @@ class PhiNetwork(nn.Module):
 
     def __init__(self, obs_dim: int, skill_dim: int, hidden: Sequence[int]) -> None:
         super().__init__()
-        self.obs_dim, self.skill_dim, self.hidden = obs_dim, skill_dim, list(hidden)
         self.net = mlp(obs_dim, hidden, skill_dim, nn.ReLU)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

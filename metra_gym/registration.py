@@ -32,6 +32,11 @@ _SKILL_ENVS: dict[str, dict[str, object]] = {
 }
 
 
+def skill_env_id(env_id: str) -> str | None:
+    """The registered skill-level id whose low-level environment is ``env_id`` (e.g. metra/Ant-v0 -> AntSkills)."""
+    return next((skill_id for skill_id, kwargs in _SKILL_ENVS.items() if kwargs["env"] == env_id), None)
+
+
 def register_envs() -> None:
     """Register every metra_gym id; called by ``import metra_gym`` and safe to call again."""
     for env_id, (entry_point, max_episode_steps) in _PRETRAINING_ENVS.items():

@@ -64,6 +64,13 @@ class SkillPolicy:
     def env_id(self) -> str:
         return str(self.config["env_id"])
 
+    def make_env(self, max_episode_steps: int | None = None, **kwargs: Any):
+        """The environment this policy was trained on (raw observations), as ``gym.make`` builds it."""
+        import gymnasium as gym
+
+        return gym.make(self.env_id, max_episode_steps=max_episode_steps,
+                        **{**self.config.get("env_kwargs", {}), **kwargs})
+
     # --- inputs -----------------------------------------------------------------------------------------
 
     def _obs(self, obs: Any) -> tuple[torch.Tensor, bool]:

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
@@ -25,10 +24,8 @@ def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, se
     """Raw observations and positions of deterministic skill rollouts: (n, steps + 1, obs_dim), (n, steps + 1, c)."""
     observations: list[list[np.ndarray]] = [[] for _ in skills]
 
-    def make() -> gym.Env:
-        return gym.make(policy.env_id, max_episode_steps=steps, **policy.config.get("env_kwargs", {}))
 
-    rollouts = SkillRollouts(make, len(skills), steps)
+    rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
 
     def act(obs: np.ndarray, z: np.ndarray) -> np.ndarray:
         for i, o in enumerate(obs):

@@ -17,6 +17,7 @@ from safetensors.torch import save_file
 import metra_gym
 from metra_gym.checkpoint_format import CARD, CONFIG, FORMAT_VERSION, WEIGHTS
 from metra_gym.envs.normalization import ObservationNormalizer
+from metra_gym.registration import skill_env_id
 from pretrain.checkpoint import checkpoint_dir
 from pretrain.config import ConfigError, PretrainConfig
 from pretrain.metra import METRA
@@ -116,13 +117,12 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
 def write_checkpoint(model: METRA, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:
     """Write a METRA model's skill policy and phi as a checkpoint folder, atomically (temporary folder renamed)."""
     out_dir = Path(out_dir)
-    skill_env_id = {"metra/Ant-v0": "metra/AntSkills-v0", "metra/HalfCheetah-v0": "metra/HalfCheetahSkills-v0"}
     net_arch = model.policy.net_arch
     config = {
         "format_version": FORMAT_VERSION,
         "env_id": run_config.env_id,
         "env_kwargs": run_config.env_kwargs,
-        "skill_env_id": skill_env_id.get(run_config.env_id),
+        "skill_env_id": skill_env_id(run_config.env_id),
         "obs_dim": model.obs_dim,
         "action_dim": int(model.action_space.shape[0]),
         "action_low": model.action_space.low.tolist(),

@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
@@ -32,10 +31,8 @@ def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np
 def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = 200, seed: int = 0) -> dict[str, Any]:
     """Final distances to ``n_goals`` goals, the goals, and the paths."""
 
-    def make() -> gym.Env:
-        return gym.make(policy.env_id, max_episode_steps=steps, **policy.config.get("env_kwargs", {}))
 
-    rollouts = SkillRollouts(make, n_goals, steps)
+    rollouts = SkillRollouts(lambda: policy.make_env(steps), n_goals, steps)
     starts = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(rollouts.envs)])
     n_coordinates = len(rollouts.envs[0].reset(seed=seed)[1]["coordinates"])
     goals = sample_goals(policy.env_id, n_goals, n_coordinates, seed)
