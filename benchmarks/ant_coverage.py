@@ -42,10 +42,31 @@ def report(run_dirs: list[Path], out: Path, machine: str) -> dict:
     result = {"machine": machine, "metric": "policy coverage: 48 deterministic skills x 200 steps, 1 x 1 m x-y bins",
               "official": [dict(zip(("epoch", "env_steps", "hours_a100", "policy_coverage"), row)) for row in OFFICIAL],
               "runs": runs}
+    if len(runs) > 1:
+        result["seed_comparison"] = compare_seeds(runs)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plot(result, out.with_suffix(".png"))
     return result
+
+
+def compare_seeds(runs: dict, window: int = 5) -> dict:
+    """Each later run against the first at their last common evaluation epoch: the raw coverage, and the mean
+    over the last ``window`` common evaluations (one evaluation is noisy: +-15 % between neighbours)."""
+    names = list(runs)
+    by_epoch = {name: {r["epoch"]: r["policy_coverage"] for r in runs[name]["rows"]} for name in names}
+    out = {}
+    for name in names[1:]:
+        common = sorted(set(by_epoch[names[0]]) & set(by_epoch[name]))
+        last = common[-window:]
+        first_mean = float(np.mean([by_epoch[names[0]][e] for e in last]))
+        this_mean = float(np.mean([by_epoch[name][e] for e in last]))
+        first, this = by_epoch[names[0]][common[-1]], by_epoch[name][common[-1]]
+        out[name] = {"against": names[0], "epoch": common[-1], "coverage": [first, this],
+                     "relative_difference": round((this - first) / first, 3),
+                     "window_epochs": [last[0], last[-1]], "window_mean": [first_mean, this_mean],
+                     "window_relative_difference": round((this_mean - first_mean) / first_mean, 3)}
+    return out
 
 
 def plot(result: dict, path: Path) -> None:
@@ -97,6 +118,10 @@ def main() -> None:
         for row in run["rows"][:: max(1, len(run["rows"]) // 20)] + run["rows"][-1:]:
             print(f"  {row['epoch']:6d} {row['env_steps']:10d} {row['hours']:6.2f} {row['policy_coverage']:9d} "
                   f"{row['official_at_same_env_steps']:9.0f}")
+    for name, c in result.get("seed_comparison", {}).items():
+        print(f"{name} vs {c['against']} at epoch {c['epoch']}: {c['coverage'][1]} vs {c['coverage'][0]} bins "
+              f"({c['relative_difference']:+.0%}); mean of epochs {c['window_epochs'][0]}-{c['window_epochs'][1]}: "
+              f"{c['window_mean'][1]:.0f} vs {c['window_mean'][0]:.0f} ({c['window_relative_difference']:+.0%})")
 
 
 if __name__ == "__main__":

@@ -39,13 +39,14 @@ def task(name: str) -> Task:
     return TASKS[name]
 
 
-def sac(env: Any, seed: int, width: int = 256, learning_starts: int = 10_000, **kwargs: Any) -> SAC:
+def sac(env: Any, seed: int, width: int = 256, learning_starts: int = 10_000, device: str = "cpu",
+        **kwargs: Any) -> SAC:
     """SAC with METRA's pretraining hyperparameters (lr 1e-4, batch 256, tau 0.005, gamma 0.99, alpha learned,
     target entropy -|A|/2); width 256 instead of 1024 for CPUs."""
     action_dim = env.action_space.shape[0]
     return SAC("MlpPolicy", env, learning_rate=1e-4, batch_size=256, tau=0.005, gamma=0.99, buffer_size=1_000_000,
                learning_starts=learning_starts, ent_coef="auto", target_entropy=-action_dim / 2,
-               policy_kwargs={"net_arch": [width, width]}, seed=seed, device="cpu", **kwargs)
+               policy_kwargs={"net_arch": [width, width]}, seed=seed, device=device, **kwargs)
 
 
 def ppo(env: Any, seed: int, width: int = 256, **kwargs: Any) -> PPO:
@@ -68,6 +69,7 @@ def hierarchical_agent(name: str, seed: int = 0, checkpoint: str | None = None, 
     return sac(env, seed, learning_starts=learning_starts)
 
 
-def flat_agent(name: str, seed: int = 0, learning_starts: int = 10_000) -> SAC:
-    """The flat baseline: SAC on the low-level task environment."""
-    return sac(make_vec_env(task(name).low_level_id, n_envs=1, seed=seed), seed, learning_starts=learning_starts)
+def flat_agent(name: str, seed: int = 0, learning_starts: int = 10_000, device: str = "cpu") -> SAC:
+    """The flat baseline: SAC on the low-level task environment (``device="cuda"`` where a GPU is at hand)."""
+    return sac(make_vec_env(task(name).low_level_id, n_envs=1, seed=seed), seed, learning_starts=learning_starts,
+               device=device)

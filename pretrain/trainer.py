@@ -30,6 +30,7 @@ from pretrain.config import ConfigError, PretrainConfig, build_config
 from pretrain.evaluation import CoverageTracker, SkillRollouts
 from pretrain.metra import METRA
 from pretrain.skill_wrapper import SkillConditioned
+from pretrain.vec_env import NoCopyDummyVecEnv
 
 
 def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
@@ -53,7 +54,7 @@ def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
 
 def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> DummyVecEnv:
     """``n_envs`` skill-conditioned copies in one process (subprocesses are slower on 2 cores)."""
-    return DummyVecEnv([lambda: SkillConditioned(make(), config.skill_dim, config.discrete_skills)] * config.n_envs)
+    return NoCopyDummyVecEnv([lambda: SkillConditioned(make(), config.skill_dim, config.discrete_skills)] * config.n_envs)
 
 
 def policy_kwargs(config: PretrainConfig) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""Seconds per 1,600 Ant env steps (200 vec-steps of 8 envs) through SB3's DummyVecEnv and our NoCopyDummyVecEnv.
+
+Checks first that both return the same observations, dones and coordinates, then times them interleaved
+(median of 5), so a busy machine slows both alike.
+
+    python benchmarks/vec_env_step.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from pretrain.config import load_config
+from pretrain.skill_wrapper import SkillConditioned
+from pretrain.trainer import env_factory
+from pretrain.vec_env import NoCopyDummyVecEnv
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    config = load_config("ant")
+    make = env_factory(config)
+    envs = {name: cls([lambda: SkillConditioned(make(), 2, False)] * 8)
+            for name, cls in (("DummyVecEnv", DummyVecEnv), ("NoCopyDummyVecEnv", NoCopyDummyVecEnv))}
+    actions = np.random.default_rng(0).uniform(-1, 1, (400, 8, 8)).astype(np.float32)
+    outputs = {}
+    for name, venv in envs.items():
+        venv.seed(0)
+        venv.reset()
+        outputs[name] = [venv.step(a) for a in actions]
+    for a, b in zip(*outputs.values()):
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[2], b[2])
+        assert all(np.array_equal(x["coordinates"], y["coordinates"]) for x, y in zip(a[3], b[3]))
+    times: dict[str, list[float]] = {name: [] for name in envs}
+    for _ in range(5):
+        for name, venv in envs.items():
+            start = time.perf_counter()
+            for a in actions[:200]:
+                venv.step(a)
+            times[name].append(time.perf_counter() - start)
+    for name, t in times.items():
+        print(f"{name:18s} {np.median(t):.3f} s per 1,600 env steps (median of 5)")
+
+
+if __name__ == "__main__":
+    main()
