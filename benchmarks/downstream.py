@@ -69,6 +69,12 @@ def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int,
         row["skills_sha256"] = skills_digest(task_name)
     start = time.time()
 
+    def write(row: dict) -> None:  # atomically: a killed run leaves its last complete curve
+        row["seconds"] = round(time.time() - start, 1)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(row, indent=1))
+        tmp.replace(path)
+
     class Curve(BaseCallback):
         """Evaluate every ``eval_every`` low-level steps; stop once the time limit has passed."""
 
@@ -76,10 +82,7 @@ def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int,
             returns, _ = evaluate_policy(self.model, eval_env, n_eval_episodes=10, deterministic=True,
                                          return_episode_rewards=True)
             row["points"].append((self.model.num_timesteps * scale, float(np.mean(returns))))
-            row["seconds"] = round(time.time() - start, 1)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(row, indent=1))
-            tmp.replace(path)
+            write(row)
 
         def _on_training_start(self) -> None:
             self._evaluate()
@@ -96,8 +99,7 @@ def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int,
     agent.learn(steps // scale, callback=curve)
     if row["points"][-1][0] != agent.num_timesteps * scale:  # the budget is not a multiple of eval_every
         curve._evaluate()
-    row["seconds"] = round(time.time() - start, 1)
-    path.write_text(json.dumps(row, indent=1))
+    write(row)
     print(f"{task_name} {agent_kind} seed {seed}: return {row['points'][-1][1]:.2f} after "
           f"{row['points'][-1][0]} steps ({row['seconds']} s)", flush=True)
     return row
