@@ -54,7 +54,10 @@ def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
 
 def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> DummyVecEnv:
     """``n_envs`` skill-conditioned copies in one process (subprocesses are slower on 2 cores)."""
-    return NoCopyDummyVecEnv([lambda: SkillConditioned(make(), config.skill_dim, config.discrete_skills)] * config.n_envs)
+    def conditioned() -> gym.Env:
+        return SkillConditioned(make(), config.skill_dim, config.discrete_skills)
+
+    return NoCopyDummyVecEnv([conditioned] * config.n_envs)
 
 
 def policy_kwargs(config: PretrainConfig) -> dict[str, Any]:
