@@ -105,10 +105,6 @@ def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int,
     return row
 
 
-def _run_star(args: tuple) -> dict | None:
-    return run(*args)
-
-
 def gather(out: Path) -> dict:
     """Collect every run file under ``out/curves`` into one results dict."""
     results: dict = {"tasks": {}}
@@ -180,7 +176,7 @@ def main() -> None:
                 for t, s, a in itertools.product(args.tasks, args.seeds, args.agents)]
         if args.jobs > 1:
             with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-                pool.map(_run_star, jobs, chunksize=1)
+                pool.starmap(run, jobs, chunksize=1)
         else:
             for job in jobs:
                 run(*job)

@@ -1,7 +1,7 @@
 """Seconds per 1,600 Ant env steps (200 vec-steps of 8 envs) through SB3's DummyVecEnv and our NoCopyDummyVecEnv.
 
-Checks first that both return the same observations, dones and coordinates, then times them interleaved
-(median of 5), so a busy machine slows both alike.
+Times them interleaved (median of 5), so a busy machine slows both alike. That both step identically is
+checked by ``tests/pretrain/test_vec_env.py``.
 
     python benchmarks/vec_env_step.py
 """
@@ -27,14 +27,11 @@ def main() -> None:
     envs = {name: cls([lambda: SkillConditioned(make(), 2, False)] * 8)
             for name, cls in (("DummyVecEnv", DummyVecEnv), ("NoCopyDummyVecEnv", NoCopyDummyVecEnv))}
     actions = np.random.default_rng(0).uniform(-1, 1, (400, 8, 8)).astype(np.float32)
-    outputs = {}
-    for name, venv in envs.items():
+    for venv in envs.values():
         venv.seed(0)
         venv.reset()
-        outputs[name] = [venv.step(a) for a in actions]
-    for a, b in zip(*outputs.values()):
-        assert np.array_equal(a[0], b[0]) and np.array_equal(a[2], b[2])
-        assert all(np.array_equal(x["coordinates"], y["coordinates"]) for x, y in zip(a[3], b[3]))
+        for a in actions[:50]:  # warm-up
+            venv.step(a)
     times: dict[str, list[float]] = {name: [] for name in envs}
     for _ in range(5):
         for name, venv in envs.items():
