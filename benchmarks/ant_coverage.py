@@ -15,6 +15,7 @@ import platform
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 # Official code, state Ant, 2-D skills, seed 0, one A100 node (shared/metra-reference.md section 5).
 OFFICIAL = [  # (epoch, env steps, hours, policy coverage)
@@ -42,12 +43,35 @@ def report(run_dirs: list[Path], out: Path, machine: str) -> dict:
     result = {"machine": machine, "metric": "policy coverage: 48 deterministic skills x 200 steps, 1 x 1 m x-y bins",
               "official": [dict(zip(("epoch", "env_steps", "hours_a100", "policy_coverage"), row)) for row in OFFICIAL],
               "runs": runs}
-    if len(runs) > 1:
-        result["seed_comparison"] = compare_seeds(runs)
+    same_width = [name for name in runs if _width(runs[name]) == _width(runs[next(iter(runs))])]
+    if len(same_width) > 1:
+        result["seed_comparison"] = compare_seeds({name: runs[name] for name in same_width})
+    other_width = [name for name in runs if name not in same_width]
+    if other_width:
+        result["width_comparison"] = compare_widths(runs, other_width)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plot(result, out.with_suffix(".png"))
     return result
+
+
+def _width(run: dict) -> int:
+    return int(yaml.safe_load(run["config"])["net_width"])
+
+
+def compare_widths(runs: dict, others: list[str]) -> dict:
+    """Each run of another network width against the first run at every common evaluation epoch (same env
+    steps): coverage of both and the hours each took to get there."""
+    first = next(iter(runs))
+    base = {r["epoch"]: r for r in runs[first]["rows"]}
+    out = {}
+    for name in others:
+        rows = [r for r in runs[name]["rows"] if r["epoch"] in base]
+        out[name] = {"against": first, "widths": [_width(runs[first]), _width(runs[name])],
+                     "rows": [{"epoch": r["epoch"], "env_steps": r["env_steps"],
+                               "coverage": [base[r["epoch"]]["policy_coverage"], r["policy_coverage"]],
+                               "hours": [base[r["epoch"]]["hours"], r["hours"]]} for r in rows]}
+    return out
 
 
 def compare_seeds(runs: dict, window: int = 5) -> dict:
@@ -85,7 +109,7 @@ def plot(result: dict, path: Path) -> None:
                 label="official METRA (A100)")
         for name, run in result["runs"].items():
             rows = run["rows"]
-            ax.plot([r[x_key] / scale for r in rows], [r["policy_coverage"] for r in rows], label=f"metra-gym {name}")
+            ax.plot([r[x_key] / scale for r in rows], [r["policy_coverage"] for r in rows], label=f"metra-gym {name} (width {_width(run)})")
         ax.set_xlabel(label)
         ax.set_ylabel("policy coverage (1 m bins)")
         ax.grid(alpha=0.3)
@@ -122,6 +146,10 @@ def main() -> None:
         print(f"{name} vs {c['against']} at epoch {c['epoch']}: {c['coverage'][1]} vs {c['coverage'][0]} bins "
               f"({c['relative_difference']:+.0%}); mean of epochs {c['window_epochs'][0]}-{c['window_epochs'][1]}: "
               f"{c['window_mean'][1]:.0f} vs {c['window_mean'][0]:.0f} ({c['window_relative_difference']:+.0%})")
+    for name, c in result.get("width_comparison", {}).items():
+        last = c["rows"][-1]
+        print(f"{name} (width {c['widths'][1]}) vs {c['against']} (width {c['widths'][0]}) at epoch {last['epoch']}: "
+              f"{last['coverage'][1]} vs {last['coverage'][0]} bins, {last['hours'][1]:.2f} h vs {last['hours'][0]:.2f} h")
 
 
 if __name__ == "__main__":
