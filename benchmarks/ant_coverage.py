@@ -5,6 +5,10 @@ run's evaluation history (48 deterministic skills, 1 x 1 m bins, every ``eval_ev
 
     python benchmarks/ant_coverage.py --run-dir runs/ant-s0 --train --epochs 2000   # hours on 2 CPU cores
     python benchmarks/ant_coverage.py --run-dir runs/ant-s0                         # just report a run
+    python benchmarks/ant_coverage.py --run-dir runs/ant-s0 runs/ant-s1 runs/ant-w1024  # seeds and widths
+
+Runs of the first run's width are compared as seeds (``seed_comparison``); runs of another width are compared
+with the first run at every common epoch (``width_comparison``).
 """
 
 from __future__ import annotations
