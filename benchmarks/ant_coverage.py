@@ -47,9 +47,11 @@ def report(run_dirs: list[Path], out: Path, machine: str) -> dict:
     result = {"machine": machine, "metric": "policy coverage: 48 deterministic skills x 200 steps, 1 x 1 m x-y bins",
               "official": [dict(zip(("epoch", "env_steps", "hours_a100", "policy_coverage"), row)) for row in OFFICIAL],
               "runs": runs}
-    same_width = [name for name in runs if _width(runs[name]) == _width(runs[next(iter(runs))])]
+    # Runs of the first run's width differ by seed; runs of another width are a width comparison.
+    first_width = _width(next(iter(runs.values())))
+    same_width = {name: run for name, run in runs.items() if _width(run) == first_width}
     if len(same_width) > 1:
-        result["seed_comparison"] = compare_seeds({name: runs[name] for name in same_width})
+        result["seed_comparison"] = compare_seeds(same_width)
     other_width = [name for name in runs if name not in same_width]
     if other_width:
         result["width_comparison"] = compare_widths(runs, other_width)
