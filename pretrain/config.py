@@ -33,7 +33,11 @@ class PretrainConfig:
     epochs: int = 2000
     net_width: int = 256
     net_layers: int = 2
-    learning_rate: float = 1e-4
+    learning_rate: float = 1e-4            # Adam, networks: policy, critics, phi
+    dual_learning_rate: float = 1e-4       # Adam, log lambda
+    alpha_learning_rate: float = 1e-4      # Adam, log alpha
+    init: str = "torch"                    # "official": xavier-normal weights, zero biases
+    random_warmup: bool = True             # uniform random actions until learning_starts (SB3); False: policy
     batch_size: int = 256
     buffer_size: int = 1_000_000
     learning_starts: int = 10_000

@@ -73,7 +73,10 @@ def build_model(config: PretrainConfig, venv: DummyVecEnv, run_dir: Path) -> MET
         discrete_skills=config.discrete_skills,
         phi_net_arch=config.hidden,
         phi_learning_rate=config.learning_rate,
-        dual_learning_rate=config.learning_rate,
+        dual_learning_rate=config.dual_learning_rate,
+        alpha_learning_rate=config.alpha_learning_rate,
+        init=config.init,
+        random_warmup=config.random_warmup,
         dual_slack=config.dual_slack,
         dual_lam_init=config.dual_lam_init,
         timeout_done=config.timeout_done,
@@ -118,10 +121,10 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> P
 
 
 def set_learning_rate(model: METRA, learning_rate: float) -> None:
-    """Apply a (resumed) run's learning rate to every optimiser: SAC's through its schedule, phi's and lambda's."""
-    model.learning_rate = model.phi_learning_rate = model.dual_learning_rate = learning_rate
+    """Apply a (resumed) run's learning rate to the networks' optimisers: SAC's through its schedule, and phi's."""
+    model.learning_rate = model.phi_learning_rate = learning_rate
     model._setup_lr_schedule()
-    for optimizer in (model.phi_optimizer, model.dual_optimizer):
+    for optimizer in (model.phi_optimizer,):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate
 

@@ -18,10 +18,19 @@ from stable_baselines3 import SAC
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
+from torch import nn
 
 from metra_gym.networks import PhiNetwork
 from metra_gym.skills import validate_skill_spec
 from pretrain.metra.policies import METRAPolicy
+
+INITS = ("torch", "official")
+
+
+def _xavier_zero(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear):
+        nn.init.xavier_normal_(module.weight)
+        nn.init.zeros_(module.bias)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -41,6 +50,12 @@ class METRA(SAC):
     :param dual_learning_rate: Adam learning rate of log lambda.
     :param dual_slack: eps of the relaxed constraint ``min(eps, 1 - mean((phi(s')-phi(s))^2))``.
     :param dual_lam_init: initial lambda.
+    :param alpha_learning_rate: Adam learning rate of log alpha (kept apart from ``learning_rate``, which is the
+        networks', so that the networks' rate can be tuned to their width without changing the scalars').
+    :param init: ``"torch"`` (PyTorch's default Linear initialisation) or ``"official"`` (xavier-normal weights and
+        zero biases for every layer, as in the official code; the actor's heads keep METRA's gain 0.1).
+    :param random_warmup: act uniformly at random until ``learning_starts`` (SB3's default); False collects the
+        first transitions with the initial policy, as the official code does.
     :param timeout_done: store the last transition of a time-limited episode as terminal (no bootstrap), as
         the official code does; False lets SB3 bootstrap through time limits.
     :param target_entropy: SAC's target entropy; None means -|A|/2 as in METRA.
@@ -61,6 +76,9 @@ class METRA(SAC):
         dual_learning_rate: float = 1e-4,
         dual_slack: float = 1e-3,
         dual_lam_init: float = 30.0,
+        alpha_learning_rate: float = 1e-4,
+        init: str = "torch",
+        random_warmup: bool = True,
         timeout_done: bool = True,
         learning_rate: float | Schedule = 1e-4,
         buffer_size: int = 1_000_000,
@@ -88,6 +106,11 @@ class METRA(SAC):
         self.dual_learning_rate = dual_learning_rate
         self.dual_slack = dual_slack
         self.dual_lam_init = dual_lam_init
+        self.alpha_learning_rate = alpha_learning_rate
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {init!r}")
+        self.init = init
+        self.random_warmup = random_warmup
         self.timeout_done = timeout_done
         replay_buffer_kwargs = {"handle_timeout_termination": not timeout_done, **(replay_buffer_kwargs or {})}
         super().__init__(
@@ -130,12 +153,23 @@ class METRA(SAC):
             )
         super()._setup_model()
         self.phi = PhiNetwork(self.obs_dim, self.skill_dim, self.phi_net_arch).to(self.device)
+        if self.init == "official":
+            for module in (self.actor.latent_pi, self.critic, self.phi):
+                module.apply(_xavier_zero)
+            self.critic_target.load_state_dict(self.critic.state_dict())
+        if self.ent_coef_optimizer is not None:
+            for group in self.ent_coef_optimizer.param_groups:
+                group["lr"] = self.alpha_learning_rate
         # phi and lambda use the policy's optimiser settings (e.g. fused Adam), so one switch governs all.
         optimizer_kwargs = self.policy_kwargs.get("optimizer_kwargs") or {}
         self.phi_optimizer = th.optim.Adam(self.phi.parameters(), lr=self.phi_learning_rate, **optimizer_kwargs)
         # lambda is kept in log space so that it stays positive (official code: log_dual_lam).
         self.log_dual_lam = th.tensor([np.log(self.dual_lam_init)], device=self.device, requires_grad=True)
         self.dual_optimizer = th.optim.Adam([self.log_dual_lam], lr=self.dual_learning_rate, **optimizer_kwargs)
+
+    def _sample_action(self, learning_starts: int, action_noise=None, n_envs: int = 1):
+        # Without random warm-up the initial policy collects from the first step (learning still waits).
+        return super()._sample_action(learning_starts if self.random_warmup else 0, action_noise, n_envs)
 
     # --- METRA's quantities -------------------------------------------------------------------------------
 
@@ -168,7 +202,7 @@ class METRA(SAC):
     def train(self, gradient_steps: int, batch_size: int = 256) -> None:
         self.policy.set_training_mode(True)
         optimizers = [self.actor.optimizer, self.critic.optimizer]
-        self._update_learning_rate(optimizers + ([self.ent_coef_optimizer] if self.ent_coef_optimizer else []))
+        self._update_learning_rate(optimizers)  # alpha keeps its own constant rate (alpha_learning_rate)
         stats: dict[str, list[th.Tensor]] = {}
 
         def log(**values: th.Tensor) -> None:
