@@ -139,7 +139,7 @@ def main() -> None:
         from pretrain.cli import main as cli
 
         run = str(args.run_dir[0])
-        resume = (args.run_dir[0] / "checkpoints").exists()
+        resume = (args.run_dir[0] / "run_state").exists()
         cli(["train", "--no-progress", "--set", f"epochs={args.epochs}", "--set", "eval_every=50"]
             + (["--resume", run] if resume else ["--config", "ant", "--run-dir", run]))
     result = report(args.run_dir, args.out, args.machine)

@@ -31,7 +31,7 @@ def skills_digest(task_name: str) -> str:
     """First 12 hex digits of the sha256 of the bundled skill weights a task's skill env loads."""
     import gymnasium as gym
 
-    from metra_gym.resolve import resolve_checkpoint
+    from metra_gym.skill_checkpoint.hub import resolve_checkpoint
     from pretrain.downstream import task
 
     folder = resolve_checkpoint(gym.spec(task(task_name).skill_id).kwargs["checkpoint"])

@@ -22,9 +22,9 @@ import numpy as np
 import torch as th
 from stable_baselines3 import SAC
 
-from pretrain.config import load_config
-from pretrain.metra.policies import METRAPolicy
-from pretrain.trainer import build_model, env_factory, policy_kwargs, training_env
+from pretrain.algorithms.metra.policies import METRAPolicy
+from pretrain.run.config import load_config
+from pretrain.run.trainer import build_model, env_factory, policy_kwargs, training_env
 
 
 def timed(fn, bucket: dict[str, float], key: str):

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from metra_gym.checkpoint_format import CheckpointError
+from metra_gym.skill_checkpoint.format import CheckpointError
 
 
 class SkillEnv(gym.Env):

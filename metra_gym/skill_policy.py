@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from metra_gym.checkpoint_format import CheckpointError, read_config, read_weights
 from metra_gym.envs.normalization import ObservationNormalizer
 from metra_gym.networks import PhiNetwork, SkillActor
-from metra_gym.resolve import resolve_checkpoint
+from metra_gym.skill_checkpoint.format import CheckpointError, read_config, read_weights
+from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 
 
 class SkillPolicy:

@@ -17,13 +17,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from pretrain.config import ConfigError, _parse_override, builtin_configs, load_config
+from pretrain.run.config import ConfigError, _parse_override, builtin_configs, load_config
 
 
 def _train(args: argparse.Namespace) -> int:
-    from pretrain.checkpoint import ResumeError
-    from pretrain.metra import NonFiniteLossError
-    from pretrain.trainer import read_run_config, train
+    from pretrain.algorithms.metra import NonFiniteLossError
+    from pretrain.run.run_state import ResumeError
+    from pretrain.run.trainer import read_run_config, train
 
     try:
         overrides = list(args.set or [])
@@ -31,9 +31,9 @@ def _train(args: argparse.Namespace) -> int:
             overrides.append(f"seed={args.seed}")
         if args.resume:
             run_dir = Path(args.resume)
-            from pretrain.checkpoint import checkpoint_dir
+            from pretrain.run.run_state import run_state_dir
 
-            checkpoint_dir(run_dir)
+            run_state_dir(run_dir)
             config = read_run_config(run_dir, dict(_parse_override(item) for item in overrides))
         else:
             if not args.run_dir:
@@ -54,8 +54,8 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from pretrain.checkpoint import ResumeError
     from pretrain.export import export_run
+    from pretrain.run.run_state import ResumeError
 
     try:
         out = export_run(args.run_dir, args.out_dir, force=args.force, command=args.command_line)
@@ -67,8 +67,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from metra_gym.checkpoint_format import CheckpointError
-    from pretrain.evaluate_checkpoint import evaluate_checkpoint
+    from metra_gym.skill_checkpoint.format import CheckpointError
+    from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
 
     try:
         result = evaluate_checkpoint(args.checkpoint, args.out, n_skills=args.skills, seed=args.seed,
@@ -82,8 +82,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _goal_eval(args: argparse.Namespace) -> int:
-    from metra_gym.checkpoint_format import CheckpointError
-    from pretrain.goal_reaching import goal_eval
+    from metra_gym.skill_checkpoint.format import CheckpointError
+    from pretrain.evaluation.goal_reaching import goal_eval
 
     try:
         result = goal_eval(args.checkpoint, args.out, n_goals=args.goals, seed=args.seed,

@@ -15,13 +15,13 @@ from huggingface_hub.repocard import metadata_eval_result
 from safetensors.torch import save_file
 
 import metra_gym
-from metra_gym.checkpoint_format import CARD, CONFIG, FORMAT_VERSION, WEIGHTS
 from metra_gym.envs.normalization import ObservationNormalizer
 from metra_gym.registration import skill_env_id
-from pretrain.checkpoint import checkpoint_dir
-from pretrain.config import ConfigError, PretrainConfig
-from pretrain.metra import METRA
-from pretrain.trainer import read_run_config
+from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, WEIGHTS
+from pretrain.algorithms.metra import METRA
+from pretrain.run.config import ConfigError, PretrainConfig
+from pretrain.run.run_state import run_state_dir
+from pretrain.run.trainer import read_run_config
 
 # SB3's SAC Actor -> metra_gym.networks.SkillActor
 _ACTOR_KEYS = {"latent_pi.0.": "latent.0.", "latent_pi.2.": "latent.2.", "mu.": "mu.", "log_std.": "log_std."}
@@ -93,7 +93,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
                machine: str = "2-core CPU, no GPU") -> Path:
     """Write ``out_dir`` (config.json, model.safetensors, README.md) from a run's latest checkpoint; atomic."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
-    ckpt = checkpoint_dir(run_dir)
+    ckpt = run_state_dir(run_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise ConfigError(f"{out_dir} exists and is not empty; choose another OUT_DIR or pass --force")
     run_config = read_run_config(run_dir)
@@ -161,7 +161,7 @@ def write_checkpoint(model: METRA, run_config: PretrainConfig, out_dir: Path, pr
 
 def export_untrained(run_config: PretrainConfig, out_dir: Path) -> Path:
     """A checkpoint of a freshly initialised METRA model: the baseline of zero-shot and downstream results."""
-    from pretrain.trainer import build_model, env_factory, training_env
+    from pretrain.run.trainer import build_model, env_factory, training_env
 
     venv = training_env(run_config, env_factory(run_config))
     model = build_model(run_config, venv, out_dir.parent / ".untrained-run")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 PRESETS: dict[str, tuple[list[float], list[float]]] = {
@@ -70,26 +69,3 @@ class ObservationNormalizer:
 
     def to_dict(self) -> dict[str, list[float]]:
         return {"mean": self.mean.tolist(), "std": self.std.tolist()}
-
-
-class NormalizeObservationPreset(gym.ObservationWrapper):
-    """Normalise observations with fixed constants (no running statistics, unlike ``NormalizeObservation``).
-
-    Example:
-        >>> import gymnasium as gym, metra_gym
-        >>> env = NormalizeObservationPreset(gym.make("metra/Ant-v0"), "ant")
-        >>> obs, info = env.reset(seed=0)
-        >>> obs.shape, obs.dtype
-        ((29,), dtype('float32'))
-
-    :param env: the environment, with a 1-D Box observation space.
-    :param preset: a name in :data:`PRESETS`, or "none".
-    """
-
-    def __init__(self, env: gym.Env, preset: str) -> None:
-        super().__init__(env)
-        self.normalizer = ObservationNormalizer.from_name(preset, env.observation_space.shape[0])
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, env.observation_space.shape, np.float32)
-
-    def observation(self, observation: np.ndarray) -> np.ndarray:
-        return self.normalizer(observation)

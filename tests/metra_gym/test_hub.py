@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from huggingface_hub import constants
 
-from metra_gym.checkpoint_format import CheckpointError
-from metra_gym.resolve import bundled_checkpoints, push_to_hub, resolve_checkpoint
+from metra_gym.skill_checkpoint.format import CheckpointError
+from metra_gym.skill_checkpoint.hub import bundled_checkpoints, push_to_hub, resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 from tests.metra_gym.fake_hub import FakeHub
 

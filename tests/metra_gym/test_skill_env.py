@@ -5,7 +5,7 @@ from gymnasium.utils.env_checker import check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import metra_gym
-from metra_gym.checkpoint_format import CheckpointError
+from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_env import SkillEnv
 from metra_gym.skill_policy import SkillPolicy
 

@@ -4,10 +4,9 @@ import sys
 
 import numpy as np
 import pytest
-import torch as th
 
-from metra_gym.checkpoint_format import CheckpointError
-from metra_gym.resolve import resolve_checkpoint
+from metra_gym.skill_checkpoint.format import CheckpointError
+from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 
 ANT = resolve_checkpoint("ant")
@@ -49,30 +48,6 @@ def test_goal_skill_discrete_is_the_one_hot_of_the_argmax():
     expected = np.argmax(cheetah.phi(goal) - cheetah.phi(obs), axis=1)
     np.testing.assert_array_equal(np.argmax(z, axis=1), expected)
     np.testing.assert_array_equal(z.sum(axis=1), 1.0)
-
-
-def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path):
-    from pretrain.config import load_config
-    from pretrain.export import export_run
-    from pretrain.metra import METRA
-    from pretrain.trainer import train
-
-    config = load_config("point_mass", ["epochs=3", "learning_starts=400", "net_width=32", "torch_threads=1",
-                                        "eval_every=3", "checkpoint_every=3"])
-    train(config, tmp_path / "run", verbose=0)
-    export_run(tmp_path / "run", tmp_path / "ckpt")
-    model = METRA.load(tmp_path / "run" / "checkpoints" / "latest" / "model.zip", device="cpu")
-    policy = SkillPolicy.from_pretrained(tmp_path / "ckpt")
-    obs = np.random.default_rng(0).uniform(-5, 5, (16, 2)).astype(np.float32)
-    z = np.random.default_rng(1).standard_normal((16, 2)).astype(np.float32)
-    with th.no_grad():
-        expected = model.actor(th.as_tensor(np.concatenate([obs, z], 1)), deterministic=True).numpy()
-        expected_phi = model.phi(th.as_tensor(obs)).numpy()
-    np.testing.assert_allclose(policy.act(obs, z), expected, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(policy.phi(obs), expected_phi, rtol=1e-5, atol=1e-6)
-    assert policy.config["provenance"]["epochs"] == 3
-    card = (tmp_path / "ckpt" / "README.md").read_text()
-    assert "model-index" in card and "- metra" in card and "- stable-baselines3" in card
 
 
 @pytest.mark.parametrize(("obs", "z", "message"), [

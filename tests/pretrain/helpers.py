@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from pretrain.config import load_config
-from pretrain.trainer import build_model, env_factory, training_env
+from pretrain.run.config import load_config
+from pretrain.run.trainer import build_model, env_factory, training_env
 
 
 def tiny_model(tmp_path: Path, **overrides):

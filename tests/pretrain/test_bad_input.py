@@ -9,8 +9,8 @@ import pytest
 import torch as th
 from stable_baselines3 import SAC
 
+from pretrain.algorithms.metra import NonFiniteLossError
 from pretrain.cli import main
-from pretrain.metra import NonFiniteLossError
 from tests.pretrain.helpers import tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_resume_rejects_a_sac_zip_a_plain_sac_run_and_an_empty_folder(tmp_path, 
     code, err = _run(["--resume", str(tmp_path / "sac.zip")], capsys)
     assert code == 2 and "expects the run folder" in err and "SB3 .zip is a model" in err
 
-    fake_run = tmp_path / "sac_run" / "checkpoints" / "latest"
+    fake_run = tmp_path / "sac_run" / "run_state" / "latest"
     fake_run.mkdir(parents=True)
     sac.save(fake_run / "model.zip")
     (fake_run / "state.json").write_text("{}")
@@ -56,7 +56,7 @@ def test_resume_rejects_a_sac_zip_a_plain_sac_run_and_an_empty_folder(tmp_path, 
 
 
 def test_new_run_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
-    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "run_state").mkdir()
     code, err = _run(["--config", "point_mass", "--run-dir", str(tmp_path)], capsys)
     assert code == 2 and "already holds a run; continue it with --resume" in err
 
@@ -74,27 +74,27 @@ def test_cli_stops_on_non_finite_loss_and_keeps_the_checkpoint(tmp_path):
     """A learning rate of 1e30 blows the networks up; the run stops with exit 3 and its checkpoint stays."""
     run = tmp_path / "run"
     common = ["--no-progress", "--set", "net_width=16", "--set", "learning_starts=400", "--set", "torch_threads=1",
-              "--set", "checkpoint_every=2", "--set", "eval_every=2"]
+              "--set", "save_every=2", "--set", "eval_every=2"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.run([sys.executable, "-m", "pretrain", "train", "--config", "point_mass", "--run-dir", str(run),
                             "--set", "epochs=2", *common], env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    state_before = (run / "checkpoints" / "latest" / "state.json").read_text()
+    state_before = (run / "run_state" / "latest" / "state.json").read_text()
     blown = subprocess.run([sys.executable, "-m", "pretrain", "train", "--resume", str(run), "--set", "epochs=6",
                             "--set", "learning_rate=1e30", *common[1:]], env=env, capture_output=True, text=True,
                            timeout=300)
     assert blown.returncode == 3, blown.stderr
     assert "became" in blown.stderr and "training stopped" in blown.stderr
-    state_after = json.loads((run / "checkpoints" / "latest" / "state.json").read_text())
-    assert state_after["epoch"] == 2 and (run / "checkpoints" / "latest").is_dir()
-    assert state_before == (run / "checkpoints" / "latest" / "state.json").read_text()
+    state_after = json.loads((run / "run_state" / "latest" / "state.json").read_text())
+    assert state_after["epoch"] == 2 and (run / "run_state" / "latest").is_dir()
+    assert state_before == (run / "run_state" / "latest" / "state.json").read_text()
     assert np.isfinite(json.loads(state_before)["num_timesteps"])
 
 
 def test_resume_refuses_to_change_what_the_saved_model_depends_on(tmp_path, capsys):
-    (tmp_path / "checkpoints").mkdir()
-    from pretrain.config import load_config
-    from pretrain.trainer import read_run_config, save_config
+    (tmp_path / "run_state").mkdir()
+    from pretrain.run.config import load_config
+    from pretrain.run.trainer import read_run_config, save_config
 
     save_config(load_config("point_mass"), tmp_path)
     with pytest.raises(Exception, match="cannot change net_width, skill_dim when resuming"):

@@ -1,13 +1,13 @@
 import json
 
-from pretrain.config import load_config
+from pretrain.evaluation.goal_reaching import goal_eval
 from pretrain.export import export_run
-from pretrain.goal_reaching import goal_eval
-from pretrain.trainer import train
+from pretrain.run.config import load_config
+from pretrain.run.trainer import train
 
 
 def test_zero_shot_goals_are_reached_far_better_than_by_an_untrained_checkpoint(tmp_path):
-    config = load_config("point_mass", ["epochs=40", "eval_every=40", "checkpoint_every=40", "torch_threads=1",
+    config = load_config("point_mass", ["epochs=40", "eval_every=40", "save_every=40", "torch_threads=1",
                                         "save_replay_buffer=false"])
     train(config, tmp_path / "run", verbose=0)
     export_run(tmp_path / "run", tmp_path / "ckpt")

@@ -1,6 +1,6 @@
 """METRA on Stable-Baselines3 SAC, with its policies beside it (the sb3-contrib layout)."""
 
-from pretrain.metra.metra import METRA, NonFiniteLossError
-from pretrain.metra.policies import METRAPolicy, MlpPolicy
+from pretrain.algorithms.metra.metra import METRA, NonFiniteLossError
+from pretrain.algorithms.metra.policies import METRAPolicy, MlpPolicy
 
 __all__ = ["METRA", "METRAPolicy", "MlpPolicy", "NonFiniteLossError"]

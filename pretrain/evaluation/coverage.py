@@ -8,7 +8,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from metra_gym.skills import evaluation_skills
+from pretrain.algorithms.common.skills import evaluation_skills
 
 # act(obs_batch, skill_batch) -> action_batch, with normalised observations.
 ActFn = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -1,7 +1,7 @@
 """METRA (Park, Rybkin, Levine, ICLR 2024) as an extension of Stable-Baselines3's SAC.
 
 The environment's observation is ``[normalised observation, skill z]`` (see
-:class:`pretrain.skill_wrapper.SkillConditioned`). On top of SAC, METRA learns phi: S -> R^D under the
+:class:`pretrain.run.env_wrappers.SkillConditioned`). On top of SAC, METRA learns phi: S -> R^D under the
 temporal-distance constraint ||phi(s') - phi(s)|| <= 1 by dual gradient descent, and trains the policy on
 the intrinsic reward (phi(s') - phi(s))^T z, recomputed with the current phi for every minibatch.
 """
@@ -21,8 +21,8 @@ from stable_baselines3.common.utils import polyak_update
 from torch import nn
 
 from metra_gym.networks import PhiNetwork
-from metra_gym.skills import validate_skill_spec
-from pretrain.metra.policies import METRAPolicy
+from pretrain.algorithms.common.skills import validate_skill_spec
+from pretrain.algorithms.metra.policies import METRAPolicy
 
 INITS = ("torch", "official")
 
@@ -149,7 +149,7 @@ class METRA(SAC):
         if not isinstance(space, spaces.Box) or len(space.shape) != 1 or space.shape[0] <= self.skill_dim:
             raise ValueError(
                 f"METRA needs a flat Box observation [obs, z] longer than skill_dim={self.skill_dim}, got {space}; "
-                "wrap the environment in pretrain.skill_wrapper.SkillConditioned"
+                "wrap the environment in pretrain.run.env_wrappers.SkillConditioned"
             )
         super()._setup_model()
         self.phi = PhiNetwork(self.obs_dim, self.skill_dim, self.phi_net_arch).to(self.device)

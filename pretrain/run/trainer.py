@@ -3,7 +3,7 @@
 Run folder layout::
 
     RUN_DIR/config.yaml                      the resolved configuration
-    RUN_DIR/checkpoints/latest/              model.zip, replay_buffer.pkl, coverage.npz, state.json
+    RUN_DIR/run_state/latest/                model.zip, replay_buffer.pkl, coverage.npz, state.json
     RUN_DIR/eval/coverage.csv|json           one row per evaluation
     RUN_DIR/eval/trajectories_epoch_*.png    x-y paths of the evaluation skills
     RUN_DIR/tb/                              TensorBoard scalars
@@ -23,14 +23,13 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
-from metra_gym.envs.normalization import NormalizeObservationPreset
-from pretrain.callbacks import EpochCallback, TrainingCoverage
-from pretrain.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
-from pretrain.config import ConfigError, PretrainConfig, build_config
-from pretrain.evaluation import CoverageTracker, SkillRollouts
-from pretrain.metra import METRA
-from pretrain.skill_wrapper import SkillConditioned
-from pretrain.vec_env import NoCopyDummyVecEnv
+from pretrain.algorithms.metra import METRA
+from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
+from pretrain.run.callbacks import EpochCallback, TrainingCoverage
+from pretrain.run.config import ConfigError, PretrainConfig, build_config
+from pretrain.run.env_wrappers import NormalizeObservationPreset, SkillConditioned
+from pretrain.run.run_state import load_run_state, run_state_dir, save_run_state
+from pretrain.run.vec_env import NoCopyDummyVecEnv
 
 
 def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
@@ -103,7 +102,7 @@ def save_config(config: PretrainConfig, run_dir: Path) -> None:
 
 
 # Keys a resumed run may change; every other key is baked into the saved model, buffer or environments.
-RESUMABLE_KEYS = frozenset({"epochs", "eval_every", "eval_skills", "checkpoint_every", "save_replay_buffer",
+RESUMABLE_KEYS = frozenset({"epochs", "eval_every", "eval_skills", "save_every", "save_replay_buffer",
                             "torch_threads", "device", "learning_rate"})
 
 
@@ -141,13 +140,13 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     venv = training_env(config, make)
     start_epoch, start_wall_clock = 0, 0.0
     if resume:
-        ckpt = checkpoint_dir(run_dir)
+        ckpt = run_state_dir(run_dir)
         model = METRA.load(ckpt / "model.zip", env=venv, device=config.device)
-        start_epoch = load_checkpoint(ckpt, model, tracker)
+        start_epoch = load_run_state(ckpt, model, tracker)
         set_learning_rate(model, config.learning_rate)
         start_wall_clock = json.loads((ckpt / "state.json").read_text()).get("wall_clock_s", 0.0)
     else:
-        if (run_dir / "checkpoints").exists():
+        if (run_dir / "run_state").exists():
             raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
         model = build_model(config, venv, run_dir)
     save_config(config, run_dir)
@@ -155,11 +154,11 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     rollouts = SkillRollouts(make, config.eval_skills, config.episode_steps)
 
     def save(epoch: int) -> None:  # called by the callback below, so `epochs` exists by then
-        save_checkpoint(run_dir, model, tracker, epoch, config.save_replay_buffer,
+        save_run_state(run_dir, model, tracker, epoch, config.save_replay_buffer,
                         extra={"wall_clock_s": epochs.wall_clock()})
 
     epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
-                           config.checkpoint_every, save=save, start_epoch=start_epoch,
+                           config.save_every, save=save, start_epoch=start_epoch,
                            start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose)
     remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
     if remaining > 0:

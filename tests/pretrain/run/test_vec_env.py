@@ -1,10 +1,10 @@
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from pretrain.config import load_config
-from pretrain.skill_wrapper import SkillConditioned
-from pretrain.trainer import env_factory
-from pretrain.vec_env import NoCopyDummyVecEnv
+from pretrain.run.config import load_config
+from pretrain.run.env_wrappers import SkillConditioned
+from pretrain.run.trainer import env_factory
+from pretrain.run.vec_env import NoCopyDummyVecEnv
 
 
 def test_no_copy_vec_env_steps_exactly_like_sb3s():

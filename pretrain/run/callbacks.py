@@ -12,7 +12,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
-from pretrain.evaluation import CoverageTracker, SkillRollouts, plot_trajectories, policy_coverage
+from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts, plot_trajectories, policy_coverage
 
 
 class TrainingCoverage(BaseCallback):
@@ -56,7 +56,7 @@ class EpochCallback(BaseCallback):
     :param rollouts: the evaluation environments.
     :param tracker: training coverage statistics.
     :param eval_every: epochs between evaluations.
-    :param checkpoint_every: epochs between checkpoints.
+    :param save_every: epochs between checkpoints.
     :param save: ``save(epoch)`` writes a checkpoint.
     :param start_epoch: epoch the run (re)starts from.
     :param start_wall_clock: training seconds spent before this segment (resume).
@@ -64,14 +64,14 @@ class EpochCallback(BaseCallback):
     """
 
     def __init__(self, run_dir: Path, steps_per_epoch: int, rollouts: SkillRollouts, tracker: CoverageTracker,
-                 eval_every: int, checkpoint_every: int, save: Callable[[int], object], start_epoch: int = 0,
+                 eval_every: int, save_every: int, save: Callable[[int], object], start_epoch: int = 0,
                  start_wall_clock: float = 0.0, seed: int = 0, verbose: int = 0) -> None:
         super().__init__(verbose)
         self.run_dir = Path(run_dir)
         self.steps_per_epoch = steps_per_epoch
         self.rollouts = rollouts
         self.tracker = tracker
-        self.eval_every, self.checkpoint_every = eval_every, checkpoint_every
+        self.eval_every, self.save_every = eval_every, save_every
         self.save = save
         self.last_epoch = start_epoch
         self.seed = seed
@@ -110,7 +110,7 @@ class EpochCallback(BaseCallback):
         self.logger.record("time/epoch", epoch)
         if final or epoch % self.eval_every == 0:
             self.evaluate(epoch)
-        if final or epoch % self.checkpoint_every == 0:
+        if final or epoch % self.save_every == 0:
             self.save(epoch)
 
     def evaluate(self, epoch: int) -> dict[str, float]:

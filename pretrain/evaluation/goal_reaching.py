@@ -16,7 +16,7 @@ import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.skill_policy import SkillPolicy
-from pretrain.evaluation import SkillRollouts
+from pretrain.evaluation.coverage import SkillRollouts
 
 GOAL_RANGE = {"metra/Ant-v0": 50.0, "metra/HalfCheetah-v0": 100.0, "metra/PointMass-v0": 20.0}
 
@@ -55,8 +55,8 @@ def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = 200, seed: 
 def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int = 0,
               baseline: bool = True) -> dict[str, Any]:
     """Zero-shot goal reaching of a checkpoint, beside a freshly initialised (untrained) one of the same shape."""
-    from pretrain.config import build_config
     from pretrain.export import export_untrained
+    from pretrain.run.config import build_config
 
     policy = SkillPolicy.from_pretrained(checkpoint)
     out_dir = Path(out_dir)

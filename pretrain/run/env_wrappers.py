@@ -1,4 +1,4 @@
-"""The skill-conditioned view of an environment that METRA trains on."""
+"""The wrappers of the training environment: the preset observation normaliser and the skill-conditioned view."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from metra_gym.skills import sample_skills, validate_skill_spec
+from metra_gym.envs.normalization import ObservationNormalizer
+from pretrain.algorithms.common.skills import sample_skills, validate_skill_spec
 
 
 class SkillConditioned(gym.Wrapper):
@@ -53,3 +54,26 @@ class SkillConditioned(gym.Wrapper):
 
     def _with_skill(self, obs: np.ndarray) -> np.ndarray:
         return np.concatenate([np.asarray(obs, dtype=np.float32), self.skill])
+
+
+class NormalizeObservationPreset(gym.ObservationWrapper):
+    """Normalise observations with fixed constants (no running statistics, unlike ``NormalizeObservation``).
+
+    Example:
+        >>> import gymnasium as gym, metra_gym
+        >>> env = NormalizeObservationPreset(gym.make("metra/Ant-v0"), "ant")
+        >>> obs, info = env.reset(seed=0)
+        >>> obs.shape, obs.dtype
+        ((29,), dtype('float32'))
+
+    :param env: the environment, with a 1-D Box observation space.
+    :param preset: a name in :data:`PRESETS`, or "none".
+    """
+
+    def __init__(self, env: gym.Env, preset: str) -> None:
+        super().__init__(env)
+        self.normalizer = ObservationNormalizer.from_name(preset, env.observation_space.shape[0])
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, env.observation_space.shape, np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return self.normalizer(observation)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from metra_gym.skills import evaluation_skills, sample_skills, validate_skill_spec
+from pretrain.algorithms.common.skills import evaluation_skills, sample_skills, validate_skill_spec
 
 
 def test_continuous_skills_are_unit_vectors_spread_over_the_sphere():

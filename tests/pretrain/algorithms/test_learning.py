@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from pretrain.config import load_config
-from pretrain.evaluation import SkillRollouts, coverage
-from pretrain.trainer import env_factory, train
+from pretrain.evaluation.coverage import SkillRollouts, coverage
+from pretrain.run.config import load_config
+from pretrain.run.trainer import env_factory, train
 
 
 def test_metra_point_mass_coverage_is_several_times_a_random_policy(tmp_path):
-    config = load_config("point_mass", ["epochs=60", "eval_every=60", "checkpoint_every=60", "torch_threads=1",
+    config = load_config("point_mass", ["epochs=60", "eval_every=60", "save_every=60", "torch_threads=1",
                                         "save_replay_buffer=false", "seed=0"])
     history = train(config, tmp_path / "run", verbose=0)
     trained = history[-1]["policy_coverage"]

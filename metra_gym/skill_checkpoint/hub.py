@@ -6,7 +6,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from metra_gym.checkpoint_format import CARD, CONFIG, WEIGHTS, CheckpointError
+from metra_gym.skill_checkpoint.format import CARD, CONFIG, WEIGHTS, CheckpointError
 
 HUB_PREFIX = "hf://"
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -14,7 +14,7 @@ _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 def bundled_checkpoints() -> list[str]:
     """Names of the checkpoints shipped inside the package."""
-    root = resources.files("metra_gym") / "checkpoints"
+    root = resources.files("metra_gym") / "bundled"
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / CONFIG).is_file())
@@ -42,7 +42,7 @@ def resolve_checkpoint(checkpoint: str | Path, revision: str | None = None) -> P
             raise CheckpointError(f"{folder} is a file; a skill checkpoint is a folder with {CONFIG} and {WEIGHTS}")
         return folder
     if text in bundled_checkpoints():
-        return Path(str(resources.files("metra_gym") / "checkpoints" / text))
+        return Path(str(resources.files("metra_gym") / "bundled" / text))
     if text.startswith(HUB_PREFIX) or _REPO_ID.match(text.split("@")[0]):
         return download_from_hub(*parse_hub_reference(text, revision))
     raise CheckpointError(f"unknown checkpoint {text!r}: bundled names are {bundled_checkpoints()}; "
@@ -102,7 +102,7 @@ def push_to_hub(folder: str | Path, repo_id: str, *, revision: str | None = None
     commit URL. The folder is checked first, so a broken checkpoint is never uploaded."""
     from huggingface_hub import HfApi
 
-    from metra_gym.checkpoint_format import read_config, read_weights
+    from metra_gym.skill_checkpoint.format import read_config, read_weights
 
     folder = Path(folder)
     read_config(folder)

@@ -16,8 +16,8 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.vec_env import VecEnv
 
-from pretrain.evaluation import CoverageTracker
-from pretrain.metra import METRA
+from pretrain.algorithms.metra import METRA
+from pretrain.evaluation.coverage import CoverageTracker
 
 LATEST = "latest"
 
@@ -35,10 +35,10 @@ def _set_env_rngs(venv: VecEnv, states: list[dict[str, Any]]) -> None:
         env.unwrapped.np_random.bit_generator.state = state
 
 
-def save_checkpoint(run_dir: Path, model: METRA, tracker: CoverageTracker, epoch: int, save_buffer: bool,
+def save_run_state(run_dir: Path, model: METRA, tracker: CoverageTracker, epoch: int, save_buffer: bool,
                     extra: dict[str, Any] | None = None) -> Path:
-    """Write ``run_dir/checkpoints/latest`` atomically (a temporary folder renamed into place)."""
-    root = run_dir / "checkpoints"
+    """Write ``run_dir/run_state/latest`` atomically (a temporary folder renamed into place)."""
+    root = run_dir / "run_state"
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
     try:
@@ -71,13 +71,13 @@ def save_checkpoint(run_dir: Path, model: METRA, tracker: CoverageTracker, epoch
         raise
 
 
-def checkpoint_dir(run_dir: Path) -> Path:
+def run_state_dir(run_dir: Path) -> Path:
     """The checkpoint folder of a run, with a clear error for anything that cannot be resumed."""
     run_dir = Path(run_dir)
     if run_dir.is_file():
         hint = " (an SB3 .zip is a model, not a run)" if run_dir.suffix == ".zip" else ""
         raise ResumeError(f"--resume expects the run folder written by metra-pretrain train, got the file {run_dir}{hint}")
-    ckpt = run_dir / "checkpoints" / LATEST
+    ckpt = run_dir / "run_state" / LATEST
     if not (ckpt / "model.zip").is_file() or not (ckpt / "state.json").is_file():
         raise ResumeError(f"{run_dir} has no checkpoint to resume ({ckpt}/model.zip and state.json are missing)")
     with zipfile.ZipFile(ckpt / "model.zip") as archive:
@@ -86,7 +86,7 @@ def checkpoint_dir(run_dir: Path) -> Path:
     return ckpt
 
 
-def load_checkpoint(ckpt: Path, model: METRA, tracker: CoverageTracker) -> int:
+def load_run_state(ckpt: Path, model: METRA, tracker: CoverageTracker) -> int:
     """Restore RNGs, the replay buffer and coverage statistics into a freshly loaded model; return the epoch."""
     state = json.loads((ckpt / "state.json").read_text())
     if (ckpt / "replay_buffer.pkl").is_file():

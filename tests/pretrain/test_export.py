@@ -1,8 +1,12 @@
 import json
 
+import numpy as np
+import torch as th
+
+from metra_gym.skill_policy import SkillPolicy
 from pretrain.cli import main
-from pretrain.config import load_config
-from pretrain.trainer import train
+from pretrain.run.config import load_config
+from pretrain.run.trainer import train
 
 
 def test_export_refuses_to_overwrite_and_rejects_a_folder_without_a_run(tmp_path, capsys):
@@ -29,3 +33,27 @@ def test_evaluate_writes_coverage_and_figures(tmp_path, capsys):
     assert result["policy_coverage"] >= 1 and (tmp_path / "trajectories.png").is_file()
     assert main(["evaluate", "nope", "--out", str(tmp_path / "x")]) == 2
     assert "unknown checkpoint 'nope'" in capsys.readouterr().err
+
+
+def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path):
+    from pretrain.algorithms.metra import METRA
+    from pretrain.export import export_run
+    from pretrain.run.config import load_config
+    from pretrain.run.trainer import train
+
+    config = load_config("point_mass", ["epochs=3", "learning_starts=400", "net_width=32", "torch_threads=1",
+                                        "eval_every=3", "save_every=3"])
+    train(config, tmp_path / "run", verbose=0)
+    export_run(tmp_path / "run", tmp_path / "ckpt")
+    model = METRA.load(tmp_path / "run" / "run_state" / "latest" / "model.zip", device="cpu")
+    policy = SkillPolicy.from_pretrained(tmp_path / "ckpt")
+    obs = np.random.default_rng(0).uniform(-5, 5, (16, 2)).astype(np.float32)
+    z = np.random.default_rng(1).standard_normal((16, 2)).astype(np.float32)
+    with th.no_grad():
+        expected = model.actor(th.as_tensor(np.concatenate([obs, z], 1)), deterministic=True).numpy()
+        expected_phi = model.phi(th.as_tensor(obs)).numpy()
+    np.testing.assert_allclose(policy.act(obs, z), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(policy.phi(obs), expected_phi, rtol=1e-5, atol=1e-6)
+    assert policy.config["provenance"]["epochs"] == 3
+    card = (tmp_path / "ckpt" / "README.md").read_text()
+    assert "model-index" in card and "- metra" in card and "- stable-baselines3" in card

@@ -15,8 +15,8 @@ import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.skill_policy import SkillPolicy
-from metra_gym.skills import evaluation_skills
-from pretrain.evaluation import SkillRollouts, coverage, plot_trajectories, skill_colors
+from pretrain.algorithms.common.skills import evaluation_skills
+from pretrain.evaluation.coverage import SkillRollouts, coverage, plot_trajectories, skill_colors
 
 
 def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0

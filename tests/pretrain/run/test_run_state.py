@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch as th
 
-from pretrain.metra import METRA
+from pretrain.algorithms.metra import METRA
 from tests.pretrain.helpers import tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,12 +38,12 @@ def _cli(*args: str) -> list[str]:
 
 def test_resume_continues_a_killed_run(tmp_path):
     run = tmp_path / "run"
-    settings = ["--set", "epochs=40", "--set", "checkpoint_every=4", "--set", "eval_every=4", "--set", "net_width=32",
+    settings = ["--set", "epochs=40", "--set", "save_every=4", "--set", "eval_every=4", "--set", "net_width=32",
                 "--set", "learning_starts=400", "--set", "torch_threads=1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(_cli("--config", "point_mass", "--run-dir", str(run), *settings), env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    state_file = run / "checkpoints" / "latest" / "state.json"
+    state_file = run / "run_state" / "latest" / "state.json"
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
         if state_file.is_file() and json.loads(state_file.read_text())["epoch"] >= 8:
@@ -54,7 +54,7 @@ def test_resume_continues_a_killed_run(tmp_path):
     proc.wait()
     killed_at = json.loads(state_file.read_text())["epoch"]
     assert 8 <= killed_at < 40
-    saved = METRA.load(run / "checkpoints" / "latest" / "model.zip", device="cpu")
+    saved = METRA.load(run / "run_state" / "latest" / "model.zip", device="cpu")
 
     resumed = subprocess.run(_cli("--resume", str(run)), env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
@@ -64,6 +64,6 @@ def test_resume_continues_a_killed_run(tmp_path):
     final = json.loads(state_file.read_text())
     assert final["epoch"] == 40 and final["num_timesteps"] == 40 * 8 * 50
     # The resumed run went on from the saved phi and lambda rather than starting over.
-    finished = METRA.load(run / "checkpoints" / "latest" / "model.zip", device="cpu")
+    finished = METRA.load(run / "run_state" / "latest" / "model.zip", device="cpu")
     assert finished._n_updates == saved._n_updates + (40 - killed_at) * 50
     assert not np.allclose(finished.log_dual_lam.item(), np.log(30.0))

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from metra_gym.skills import validate_skill_spec
+from pretrain.algorithms.common.skills import validate_skill_spec
 
 
 class ConfigError(ValueError):
@@ -51,7 +51,7 @@ class PretrainConfig:
     timeout_done: bool = True
     eval_every: int = 100
     eval_skills: int = 48
-    checkpoint_every: int = 50
+    save_every: int = 50
     save_replay_buffer: bool = True
     seed: int = 0
     torch_threads: int = 2
@@ -71,7 +71,7 @@ class PretrainConfig:
         except ValueError as error:
             raise ConfigError(str(error)) from None
         positive = ["n_envs", "episode_steps", "gradient_steps", "epochs", "net_width", "net_layers", "batch_size",
-                    "buffer_size", "eval_every", "eval_skills", "checkpoint_every", "torch_threads"]
+                    "buffer_size", "eval_every", "eval_skills", "save_every", "torch_threads"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -83,7 +83,7 @@ class PretrainConfig:
 
 def builtin_configs() -> list[str]:
     """Names of the bundled configs (``ant``, ``half_cheetah``, ``point_mass``)."""
-    return sorted(p.name[:-5] for p in resources.files("pretrain.configs").iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[:-5] for p in resources.files("pretrain.run.configs").iterdir() if p.name.endswith(".yaml"))
 
 
 def _read_yaml(name_or_path: str) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def _read_yaml(name_or_path: str) -> dict[str, Any]:
             raise ConfigError(f"config file {path} does not exist")
         text = path.read_text()
     elif name_or_path in builtin_configs():
-        text = resources.files("pretrain.configs").joinpath(f"{name_or_path}.yaml").read_text()
+        text = resources.files("pretrain.run.configs").joinpath(f"{name_or_path}.yaml").read_text()
     else:
         raise ConfigError(f"unknown config {name_or_path!r}: give a YAML file or one of {builtin_configs()}")
     data = yaml.safe_load(text) or {}

@@ -1,0 +1,1 @@
+"""What the skill-discovery algorithms share: skill priors and the pieces of their gradient steps."""

@@ -1,0 +1,1 @@
+"""Evaluation of skills: coverage metrics, plots, checkpoint evaluation and zero-shot goal reaching."""

@@ -1,0 +1,1 @@
+"""A training run: its configuration, environments, trainer, callbacks and the run state that --resume reads."""
