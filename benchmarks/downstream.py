@@ -52,7 +52,8 @@ def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int,
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
 
-    from pretrain.downstream import SKILL_STEPS, flat_agent, hierarchical_agent, task
+    from metra_gym.registration import SKILL_STEPS
+    from pretrain.downstream import flat_agent, hierarchical_agent, task
 
     torch.set_num_threads(1)  # one run per core
     hierarchical = agent_kind == "hierarchical"
@@ -151,6 +152,7 @@ def plot(results: dict, path: Path) -> None:
 
 
 def main() -> None:
+    from metra_gym.registration import SKILL_STEPS
     from pretrain.downstream import TASKS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -158,7 +160,7 @@ def main() -> None:
     parser.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=100_000, help="low-level env steps per run")
-    parser.add_argument("--eval-every", type=int, default=10_000, help="low-level steps; a multiple of 25")
+    parser.add_argument("--eval-every", type=int, default=10_000, help=f"low-level steps; a multiple of {SKILL_STEPS}")
     parser.add_argument("--time-limit", type=float, default=0.0, help="seconds per run (0: none)")
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one core each")
     parser.add_argument("--flat-device", default="cpu", help="torch device of the flat SAC baseline")
@@ -167,8 +169,9 @@ def main() -> None:
     parser.add_argument("--skip-existing", action="store_true",
                         help="leave runs alone whose file exists (lets several invocations share one list)")
     args = parser.parse_args()
-    if args.eval_every % 25:
-        parser.error(f"--eval-every must be a multiple of the 25 low-level steps of a skill, got {args.eval_every}")
+    if args.eval_every % SKILL_STEPS:
+        parser.error(f"--eval-every must be a multiple of the {SKILL_STEPS} low-level steps of a skill, "
+                     f"got {args.eval_every}")
 
     if not args.plot_only:
         jobs = [(t, a, s, args.steps, args.eval_every, args.time_limit, args.out, args.flat_device,

@@ -15,7 +15,8 @@ import argparse
 import numpy as np
 from stable_baselines3.common.evaluation import evaluate_policy
 
-from pretrain.downstream import SKILL_STEPS, TASKS, flat_agent, hierarchical_agent
+from metra_gym.registration import SKILL_STEPS
+from pretrain.downstream import TASKS, flat_agent, hierarchical_agent
 
 
 def main() -> None:

@@ -6,10 +6,49 @@ Imports torch, so :mod:`metra_gym` imports this module only when a checkpoint is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import nn
+
+_THREADS_LOCK = threading.RLock()
+
+
+def _new_lock_after_fork() -> None:
+    # A child forked while another thread of the parent held the lock would otherwise wait for it forever.
+    global _THREADS_LOCK
+    _THREADS_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only; there is no fork elsewhere
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
+
+
+@contextmanager
+def single_threaded() -> Iterator[None]:
+    """Run the torch operations inside on one intra-op thread, then restore the caller's thread count.
+
+    Why: torch's CPU kernels (MKL, ATen) run parallel regions on GNU OpenMP, whose thread pool starts at the first
+    parallel region of a process. A process forked after that (Gymnasium's ``AsyncVectorEnv`` and SB3's
+    ``SubprocVecEnv`` with the default ``fork`` start method) inherits the pool's bookkeeping but not its threads,
+    and its first parallel region waits forever in an OpenMP barrier. With one thread torch never opens a parallel
+    region: loading and running a skill policy neither starts the pool in a parent nor waits for it in a child (even
+    when the parent's own code had started it). For these small MLPs one thread is also the fastest.
+    The thread count is process-wide, so concurrent callers of this context are serialised by a lock.
+    """
+    with _THREADS_LOCK:
+        previous = torch.get_num_threads()
+        if previous == 1:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(previous)
 
 
 def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation: type[nn.Module]) -> nn.Sequential:

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import EzPickle
 
+from metra_gym.registration import SKILL_STEPS
 from metra_gym.skill_checkpoint.format import CheckpointError
 
 
-class SkillEnv(gym.Env):
+class SkillEnv(gym.Env, EzPickle):
     """Hierarchical view of an environment: one step = run skill ``z`` deterministically for ``skill_steps``
     low-level steps and return the plain sum of their rewards.
 
     The action space is ``Box(-1, 1, (D,))`` for continuous skills (projected to unit length) or
-    ``Discrete(D)`` for discrete ones. Observations are the inner environment's. A step stops early when the
-    inner environment terminates or truncates; ``info`` is the last inner ``info`` plus ``skill_steps`` (the
-    number of low-level steps run) and ``skill``.
+    ``Discrete(D)`` for discrete ones (an ``int`` or numpy integer index). Observations are the inner
+    environment's. A step stops early when the inner environment terminates or truncates; ``info`` is the last
+    inner ``info`` plus ``skill_steps`` (the number of low-level steps run) and ``skill``. ``metadata["render_fps"]``
+    is the inner one divided by ``skill_steps``: one skill-level step spans that many inner frames.
+
+    Pickling (and ``copy.deepcopy``) rebuilds the environment from its constructor arguments, with the checkpoint
+    as its reference (bundled name, absolute folder, or Hub repo pinned to the commit), as Gymnasium's MuJoCo
+    environments do: the copy is a fresh environment to reset.
 
     Example:
         >>> import gymnasium as gym, metra_gym
@@ -36,20 +44,27 @@ class SkillEnv(gym.Env):
     :param revision: Hub revision of ``checkpoint``.
     :param env_kwargs: keyword arguments for ``gym.make`` when ``env`` is an id.
     :param policy_obs_dim: the skill policy sees the first this many entries of the observation (task
-        information after them is stripped); defaults to the checkpoint's observation size.
+        information after them is stripped); defaults to the inner env's ``pretraining_obs_dim`` (set by the
+        downstream task envs), else the checkpoint's observation size.
     :param render_mode: passed to the inner environment.
     """
 
     # What gym.make checks before building; the instance copies the inner environment's metadata.
     metadata = {"render_modes": ["human", "rgb_array", "depth_array"]}
 
-    def __init__(self, env: gym.Env | str, checkpoint: Any = "ant", skill_steps: int = 25,
+    def __init__(self, env: gym.Env | str, checkpoint: Any = "ant", skill_steps: int = SKILL_STEPS,
                  revision: str | None = None, env_kwargs: dict[str, Any] | None = None,
                  policy_obs_dim: int | None = None, render_mode: str | None = None) -> None:
         from metra_gym.skill_policy import SkillPolicy
 
-        if not isinstance(skill_steps, (int, np.integer)) or skill_steps < 1:
+        env_arg, policy_obs_dim_arg = env, policy_obs_dim
+        # bool is an int subclass, but skill_steps=True is a mistake, not a count of 1.
+        if isinstance(skill_steps, (bool, np.bool_)) or not isinstance(skill_steps, (int, np.integer)) \
+                or skill_steps < 1:
             raise ValueError(f"skill_steps must be an integer >= 1, got {skill_steps!r}")
+        if policy_obs_dim is not None and (isinstance(policy_obs_dim, (bool, np.bool_))
+                                           or not isinstance(policy_obs_dim, (int, np.integer)) or policy_obs_dim < 1):
+            raise ValueError(f"policy_obs_dim must be an integer >= 1 or None, got {policy_obs_dim!r}")
         if isinstance(env, str):
             # The skill-level TimeLimit bounds the episode; the inner one would cut a skill short.
             env = gym.make(env, max_episode_steps=-1, render_mode=render_mode, **(env_kwargs or {}))
@@ -59,23 +74,39 @@ class SkillEnv(gym.Env):
         self.skill_steps = int(skill_steps)
         self.render_mode = env.render_mode
         self.metadata = dict(env.metadata)
+        if self.metadata.get("render_fps"):
+            self.metadata["render_fps"] = self.metadata["render_fps"] / self.skill_steps
         self.observation_space = env.observation_space
+        explicit = policy_obs_dim is not None
+        if policy_obs_dim is None:
+            policy_obs_dim = getattr(env.unwrapped, "pretraining_obs_dim", None)
         self.policy_obs_dim = self.policy.obs_dim if policy_obs_dim is None else int(policy_obs_dim)
-        self._check_compatible(strip_task_info=policy_obs_dim is not None)
+        self._check_compatible(strip_task_info=policy_obs_dim is not None, explicit=explicit)
         d = self.policy.skill_dim
         self.action_space = spaces.Discrete(d) if self.policy.discrete else spaces.Box(-1.0, 1.0, (d,), np.float32)
         self._obs: np.ndarray | None = None
+        # The loaded policy stands for the checkpoint: it pickles as its reference (pinned), so revision is spent.
+        EzPickle.__init__(self, env=env_arg, checkpoint=self.policy, skill_steps=self.skill_steps, revision=None,
+                          env_kwargs=env_kwargs, policy_obs_dim=policy_obs_dim_arg, render_mode=render_mode)
 
-    def _check_compatible(self, strip_task_info: bool) -> None:
+    def _check_compatible(self, strip_task_info: bool, explicit: bool) -> None:
         policy, space = self.policy, self.env.observation_space
         trained_on = f"checkpoint {policy.source!r} was trained on {policy.env_id}"
         if not isinstance(space, spaces.Box) or len(space.shape) != 1:
             raise CheckpointError(f"{trained_on} with flat observations; this environment's are {space}")
-        # With task information appended (policy_obs_dim given) the observation may be longer, never otherwise.
-        size_ok = space.shape[0] >= policy.obs_dim if strip_task_info else space.shape[0] == policy.obs_dim
-        if self.policy_obs_dim != policy.obs_dim or not size_ok:
+        size = space.shape[0]
+        if self.policy_obs_dim != policy.obs_dim:
+            # Only with task information appended (policy_obs_dim given, or the env's pretraining_obs_dim).
+            if explicit:
+                raise ValueError(f"policy_obs_dim={self.policy_obs_dim}, but {trained_on} with {policy.obs_dim}-d "
+                                 f"observations; pass policy_obs_dim={policy.obs_dim} or leave it unset")
+            raise CheckpointError(f"{trained_on} with {policy.obs_dim}-d observations, but this environment's "
+                                  f"pretraining observations (pretraining_obs_dim) are {self.policy_obs_dim}-d; "
+                                  "use a checkpoint for this environment")
+        # With task information appended the observation may be longer, never otherwise.
+        if size < policy.obs_dim or (size != policy.obs_dim and not strip_task_info):
             raise CheckpointError(f"{trained_on} with {policy.obs_dim}-d observations, but this environment's are "
-                                  f"{space.shape[0]}-d; use a checkpoint for this environment")
+                                  f"{size}-d; use a checkpoint for this environment")
         if self.env.action_space.shape != (policy.action_dim,):
             raise CheckpointError(f"{trained_on} with {policy.action_dim}-d actions, but this environment's are "
                                   f"{self.env.action_space.shape}; use a checkpoint for this environment")
@@ -83,18 +114,36 @@ class SkillEnv(gym.Env):
     def skill_of(self, action: Any) -> np.ndarray:
         """The skill z for a high-level action (unit-length projection, or one-hot), with clear errors."""
         if self.policy.discrete:
-            if not self.action_space.contains(np.int64(action) if np.isscalar(action) else action):
-                raise ValueError(f"a discrete skill action must be an integer in [0, {self.action_space.n}), got {action!r}")
-            return np.eye(self.policy.skill_dim, dtype=np.float32)[int(action)]
-        z = np.asarray(action, dtype=np.float32)
-        if z.shape != self.action_space.shape:
-            raise ValueError(f"a skill action must have shape {self.action_space.shape}, got {z.shape}")
+            return np.eye(self.policy.skill_dim, dtype=np.float32)[self._skill_index(action)]
+        try:
+            array = np.asarray(action)
+        except (TypeError, ValueError):
+            array = np.asarray(None)
+        if array.dtype.kind not in "iuf":  # bools, strings, objects (ints too large for int64), complex
+            raise TypeError(f"a skill action must be an array of real numbers, got {reprlib.repr(action)}")
+        if array.shape != self.action_space.shape:
+            raise ValueError(f"a skill action must have shape {self.action_space.shape}, got {array.shape}")
+        z = array.astype(np.float64)
         if not np.all(np.isfinite(z)):
             raise ValueError(f"a skill action must be finite, got {z.tolist()}")
-        norm = float(np.linalg.norm(z))
-        if norm == 0.0:
+        # Divide by the largest magnitude first: squaring 1e300 (or 1e20 in float32) would overflow the norm.
+        scale = float(np.max(np.abs(z)))
+        if scale == 0.0:
             raise ValueError("a zero skill action has no direction; continuous skills are projected to unit length")
-        return z / norm
+        z = z / scale
+        return (z / np.linalg.norm(z)).astype(np.float32)
+
+    def _skill_index(self, action: Any) -> int:
+        """The index of a discrete skill action: a Python or numpy integer (or 0-d integer array) in range."""
+        n = self.action_space.n
+        value = action[()] if isinstance(action, np.ndarray) and action.ndim == 0 else action
+        # Floats would be truncated, strings parsed and bools read as 0/1: each is a caller's mistake.
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"a discrete skill action must be an integer index in [0, {n}) (int or numpy "
+                            f"integer), got {reprlib.repr(action)} of type {type(action).__name__}")
+        if not 0 <= value < n:  # compared as Python ints: 2**70 is out of range, not an overflow
+            raise ValueError(f"a discrete skill action must be an integer in [0, {n}), got {action!r}")
+        return int(value)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)

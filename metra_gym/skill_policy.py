@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +10,12 @@ import numpy as np
 import torch
 
 from metra_gym.envs.normalization import ObservationNormalizer
-from metra_gym.networks import PhiNetwork, SkillActor
+from metra_gym.networks import PhiNetwork, SkillActor, single_threaded
+from metra_gym.registration import metra_env_ids
 from metra_gym.skill_checkpoint.format import CheckpointError, read_config, read_weights
-from metra_gym.skill_checkpoint.hub import resolve_checkpoint
+from metra_gym.skill_checkpoint.hub import locate_checkpoint
+
+UNIT_TOLERANCE = 1e-3  # how far from 1 the norm of a continuous skill may be
 
 
 class SkillPolicy:
@@ -33,62 +37,133 @@ class SkillPolicy:
     def __init__(self, config: dict[str, Any], weights: dict[str, torch.Tensor], source: str = "") -> None:
         self.config = config
         self.source = source
+        self.reference: str | None = None  # set by from_pretrained: what a pickled policy reloads
         self.obs_dim = int(config["obs_dim"])
         self.action_dim = int(config["action_dim"])
         self.skill_dim = int(config["skill_dim"])
         self.discrete = bool(config["discrete_skills"])
         self.action_low = np.asarray(config["action_low"], dtype=np.float32)
         self.action_high = np.asarray(config["action_high"], dtype=np.float32)
-        self.normalizer = ObservationNormalizer(config["normalizer"]["mean"], config["normalizer"]["std"])
-        self.actor = SkillActor(self.obs_dim, self.skill_dim, self.action_dim, config["actor_hidden"])
-        self.phi_net = PhiNetwork(self.obs_dim, self.skill_dim, config["phi_hidden"])
-        for prefix, module in (("actor.", self.actor), ("phi.", self.phi_net)):
-            state = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
-            try:
-                module.load_state_dict(state)
-            except RuntimeError as error:
-                first = str(error).splitlines()[0]
-                raise CheckpointError(f"the weights in {source or 'the checkpoint'} do not match its config.json "
-                                      f"({first}); re-export the checkpoint") from None
+        where = source or "the checkpoint"
+        with single_threaded():  # building the modules runs parallel initialisers otherwise
+            self.actor = SkillActor(self.obs_dim, self.skill_dim, self.action_dim, config["actor_hidden"])
+            self.phi_net = PhiNetwork(self.obs_dim, self.skill_dim, config["phi_hidden"])
+            for prefix, module in (("actor.", self.actor), ("phi.", self.phi_net)):
+                state = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
+                try:
+                    module.load_state_dict(state)
+                except RuntimeError as error:
+                    first = str(error).splitlines()[0]
+                    raise CheckpointError(f"the weights in {where} do not match its config.json "
+                                          f"({first}); re-export the checkpoint") from None
+        # After the weights: when obs_dim itself is wrong, the message above says so first.
+        normalizer = config["normalizer"]
+        for key in ("mean", "std"):
+            if len(normalizer[key]) != self.obs_dim:
+                raise CheckpointError(f"the normalizer {key} in {where} has {len(normalizer[key])} entries, but "
+                                      f"obs_dim is {self.obs_dim}; re-export the checkpoint")
+        self.normalizer = ObservationNormalizer(normalizer["mean"], normalizer["std"])
         self.actor.eval()
         self.phi_net.eval()
 
     @classmethod
     def from_pretrained(cls, checkpoint: str | Path = "ant", revision: str | None = None) -> SkillPolicy:
         """Load a bundled name ("ant", "half_cheetah"), a local folder, or a Hub repo ("org/name",
-        "hf://org/name@rev") fetched file by file."""
-        folder = resolve_checkpoint(checkpoint, revision=revision)
-        return cls(read_config(folder), read_weights(folder), source=str(checkpoint))
+        "hf://org/name@rev") fetched file by file.
+
+        :param checkpoint: where the checkpoint is.
+        :param revision: Hub revision (branch, tag or commit) of a Hub repo.
+        :raises CheckpointError: for a checkpoint that cannot be found, read or trusted.
+        """
+        folder, reference = locate_checkpoint(checkpoint, revision=revision)
+        config = read_config(folder)
+        policy = cls(config, read_weights(folder, config), source=str(checkpoint))
+        policy.reference = reference
+        return policy
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A loaded policy is its checkpoint: pickle the reference, not torch modules (and reload verified files).
+        if self.reference is not None:
+            return _from_reference, (self.reference, self.source)
+        weights = {f"{prefix}{k}": v for prefix, module in (("actor.", self.actor), ("phi.", self.phi_net))
+                   for k, v in module.state_dict().items()}
+        return type(self), (self.config, weights, self.source)
 
     @property
     def env_id(self) -> str:
         return str(self.config["env_id"])
 
-    def make_env(self, max_episode_steps: int | None = None, **kwargs: Any):
-        """The environment this policy was trained on (raw observations), as ``gym.make`` builds it."""
+    def make_env(self, max_episode_steps: int | None = None, allowed_env_ids: Iterable[str] = (),
+                 **kwargs: Any):
+        """The environment this policy was trained on (raw observations), as ``gym.make`` builds it.
+
+        The env id comes from the checkpoint's config.json, and ``gym.make`` imports the module named in a
+        ``module:id`` id, so only ids that metra_gym registers (``metra/...``) are built unless the caller allows
+        more: a checkpoint from elsewhere cannot make this call import code.
+
+        :param max_episode_steps: the time limit (None: the registered one).
+        :param allowed_env_ids: further env ids this checkpoint may name, exactly as written in its config.json
+            (``module:id`` ids only when listed here); for checkpoints you trust.
+        :param kwargs: more keyword arguments for ``gym.make`` (after the checkpoint's ``env_kwargs``).
+        :raises CheckpointError: when the checkpoint names an env id that is neither metra_gym's nor allowed.
+        """
         import gymnasium as gym
 
-        return gym.make(self.env_id, max_episode_steps=max_episode_steps,
+        if isinstance(allowed_env_ids, str) or not all(isinstance(i, str) for i in allowed_env_ids):
+            raise TypeError(f"allowed_env_ids must be a list of env id strings, e.g. ['my_pkg:MyEnv-v0'], "
+                            f"got {allowed_env_ids!r}")
+        env_id = self.env_id
+        if env_id not in metra_env_ids() and env_id not in set(allowed_env_ids):
+            effect = (f"import the Python module {env_id.split(':')[0]!r}" if ":" in env_id
+                      else "build an environment metra_gym did not register")
+            raise CheckpointError(f"checkpoint {self.source!r} names env id {env_id!r}; gym.make would {effect}. "
+                                  f"If you trust this checkpoint, pass allowed_env_ids=[{env_id!r}]")
+        return gym.make(env_id, max_episode_steps=max_episode_steps,
                         **{**self.config.get("env_kwargs", {}), **kwargs})
 
     # --- inputs -----------------------------------------------------------------------------------------
 
     def _obs(self, obs: Any) -> tuple[torch.Tensor, bool]:
-        array = np.asarray(obs, dtype=np.float32)
+        try:
+            array = np.asarray(obs, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise TypeError(f"observations must be arrays of numbers, got {type(obs).__name__}") from None
         single = array.ndim == 1
         array = np.atleast_2d(array)
         if array.ndim != 2 or array.shape[1] != self.obs_dim:
             raise ValueError(f"observations must have {self.obs_dim} entries (shape ({self.obs_dim},) or "
                              f"(batch, {self.obs_dim})), got shape {np.shape(obs)}")
+        if not np.all(np.isfinite(array)) or np.any(np.abs(array) > np.finfo(np.float32).max):
+            raise ValueError("observations must be finite float32 numbers; got NaN, infinite or out-of-range "
+                             "entries (the environment may have diverged)")
         return torch.from_numpy(self.normalizer(array)), single
 
     def _skills(self, z: Any, batch: int) -> torch.Tensor:
-        array = np.atleast_2d(np.asarray(z, dtype=np.float32))
+        try:
+            array = np.atleast_2d(np.asarray(z, dtype=np.float64))
+        except (TypeError, ValueError, OverflowError):
+            raise TypeError(f"skills must be arrays of numbers, got {type(z).__name__}") from None
         if array.shape[1:] != (self.skill_dim,) or array.shape[0] not in (1, batch):
             raise ValueError(f"skills must have shape ({self.skill_dim},) or ({batch}, {self.skill_dim}), "
                              f"got {np.shape(z)}")
         if not np.all(np.isfinite(array)):
             raise ValueError(f"skills must be finite, got {array.tolist()}")
+        if self.discrete:
+            one_hot = np.all((array == 0.0) | (array == 1.0), axis=1) & (array.sum(axis=1) == 1.0)
+            if not np.all(one_hot):
+                raise ValueError(f"discrete skills are one-hot vectors of length {self.skill_dim} "
+                                 f"(np.eye({self.skill_dim})[index]); row(s) {np.flatnonzero(~one_hot).tolist()} "
+                                 "are not")
+        else:
+            norms = np.linalg.norm(array, axis=1)
+            if np.any(norms == 0.0):
+                raise ValueError(f"skills are unit vectors; normalise z: row(s) {np.flatnonzero(norms == 0).tolist()}"
+                                 " are zero, which has no direction")
+            off = np.abs(norms - 1.0) > UNIT_TOLERANCE
+            if np.any(off):
+                raise ValueError(f"skills are unit vectors; normalise z (z / ||z||): row(s) "
+                                 f"{np.flatnonzero(off).tolist()} have norm {norms[off].round(4).tolist()}")
+        array = array.astype(np.float32)
         return torch.from_numpy(np.broadcast_to(array, (batch, self.skill_dim)).copy())
 
     # --- the API ----------------------------------------------------------------------------------------
@@ -96,14 +171,22 @@ class SkillPolicy:
     @torch.no_grad()
     def act(self, obs: Any, z: Any, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
         """Actions in the environment's bounds for observations and skills (the mean action when deterministic;
-        otherwise a sample with noise from ``rng``)."""
+        otherwise a sample with noise from ``rng``).
+
+        :param obs: raw observations, shape (obs_dim,) or (batch, obs_dim).
+        :param z: skills, shape (skill_dim,) or (batch, skill_dim): unit vectors (norm within 1e-3 of 1) for
+            continuous skills, one-hot vectors for discrete ones.
+        :param deterministic: the mean action, or a sample.
+        :param rng: the noise of a sample.
+        """
         obs_t, single = self._obs(obs)
         z_t = self._skills(z, len(obs_t))
         noise = None
         if not deterministic:
             rng = rng if rng is not None else np.random.default_rng()
             noise = torch.from_numpy(rng.standard_normal((len(obs_t), self.action_dim)).astype(np.float32))
-        action = self.actor(obs_t, z_t, noise).numpy()
+        with single_threaded():
+            action = self.actor(obs_t, z_t, noise).numpy()
         action = self.action_low + (action + 1.0) * 0.5 * (self.action_high - self.action_low)
         return action[0] if single else action
 
@@ -111,13 +194,30 @@ class SkillPolicy:
     def phi(self, obs: Any) -> np.ndarray:
         """phi(s) in R^D."""
         obs_t, single = self._obs(obs)
-        out = self.phi_net(obs_t).numpy()
+        with single_threaded():
+            out = self.phi_net(obs_t).numpy()
         return out[0] if single else out
 
     def goal_skill(self, obs: Any, goal_obs: Any) -> np.ndarray:
-        """The zero-shot skill towards a goal state: (phi(g) - phi(s)) / ||.||, or the one-hot of its argmax."""
-        direction = np.asarray(self.phi(goal_obs)) - np.asarray(self.phi(obs))
+        """The zero-shot skill towards a goal state: (phi(g) - phi(s)) / ||.||, or the one-hot of its argmax.
+
+        For discrete skills the argmax is always defined: a goal with phi(g) == phi(s) gives skill 0.
+
+        :raises ValueError: for continuous skills when phi(goal_obs) == phi(obs) (no direction to normalise).
+        """
+        direction = np.asarray(self.phi(goal_obs), dtype=np.float64) - np.asarray(self.phi(obs), dtype=np.float64)
         if self.discrete:
             return np.eye(self.skill_dim, dtype=np.float32)[np.argmax(direction, axis=-1)]
         norm = np.linalg.norm(direction, axis=-1, keepdims=True)
-        return (direction / np.maximum(norm, 1e-8)).astype(np.float32)
+        if np.any(norm < 1e-8):
+            rows = np.flatnonzero(np.atleast_1d(norm[..., 0] < 1e-8)).tolist()
+            raise ValueError(f"phi(goal_obs) equals phi(obs) (row(s) {rows}), so there is no direction to a "
+                             "skill; give a goal state that differs from the current one")
+        return (direction / norm).astype(np.float32)
+
+
+def _from_reference(reference: str, source: str) -> SkillPolicy:
+    """Unpickle a policy: reload its checkpoint (verified like any load) and keep the name it was loaded by."""
+    policy = SkillPolicy.from_pretrained(reference)
+    policy.source = source
+    return policy

@@ -6,7 +6,8 @@ Examples::
     metra-pretrain train --resume runs/ant-s0                      # continue a killed run
     metra-pretrain train --resume runs/ant-s0 --set epochs=4000    # ... and train it longer
     metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
-    metra-pretrain export runs/ant-s0 checkpoints/ant                # pickle-free skill checkpoint
+    metra-pretrain export runs/ant-s0 skills/ant                     # pickle-free skill checkpoint
+    metra-pretrain export --untrained --config ant skills/untrained  # freshly initialised networks
     metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
     metra-pretrain goal-eval ant --goals 50 --out eval/ant-goals     # zero-shot goal reaching
 """
@@ -14,6 +15,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,48 +23,73 @@ from pretrain.run.config import ConfigError, _parse_override, builtin_configs, l
 
 
 def _train(args: argparse.Namespace) -> int:
-    from pretrain.algorithms.metra import NonFiniteLossError
-    from pretrain.run.run_state import ResumeError
+    from pretrain.algorithms.common.backbones import NonFiniteLossError
+    from pretrain.run.run_state import ResumeError, run_state_dir
     from pretrain.run.trainer import read_run_config, train
 
+    run_dir = Path(args.resume or args.run_dir or ".")
+    resume_hint = f"resume with: metra-pretrain train --resume {shlex.quote(str(run_dir))}"
     try:
         overrides = list(args.set or [])
         if args.seed is not None:
             overrides.append(f"seed={args.seed}")
         if args.resume:
-            run_dir = Path(args.resume)
-            from pretrain.run.run_state import run_state_dir
-
-            run_state_dir(run_dir)
+            run_state_dir(run_dir)  # the clear error for a folder without a run comes before any config error
             config = read_run_config(run_dir, dict(_parse_override(item) for item in overrides))
         else:
             if not args.run_dir:
                 raise ConfigError("give --run-dir for a new run, or --resume RUN_DIR to continue one")
-            run_dir = Path(args.run_dir)
             config = load_config(args.config, overrides)
-        history = train(config, run_dir, resume=bool(args.resume), progress_bar=not args.no_progress)
+        result = train(config, run_dir, resume=bool(args.resume), progress_bar=not args.no_progress)
     except (ConfigError, ResumeError) as error:
-        print(f"metra-pretrain: error: {error}", file=sys.stderr)
-        return 2
+        return _fail(error)
     except NonFiniteLossError as error:
         print(f"metra-pretrain: stopped: {error}", file=sys.stderr)
         return 3
-    if history:
-        last = history[-1]
+    except KeyboardInterrupt:
+        print(f"metra-pretrain: interrupted; the last saved run state is kept ({resume_hint})", file=sys.stderr)
+        return 130
+    except OSError as error:  # a full disk, a folder made read-only under a running run, ...
+        print(f"metra-pretrain: error: cannot write the run ({error.strerror or error}: {error.filename or run_dir}); "
+              f"the last saved run state is kept. Free space or fix permissions, then {resume_hint}", file=sys.stderr)
+        return 2
+    if result.stopped_by:
+        print(f"metra-pretrain: {result.stopped_by}: stopped after saving epoch {result.epoch}; {resume_hint}",
+              file=sys.stderr)
+        return 128 + {"SIGINT": 2, "SIGTERM": 15}[result.stopped_by]
+    if result.history:
+        last = result.history[-1]
         print(f"done: epoch {last['epoch']}, policy coverage {last['policy_coverage']} bins; results in {run_dir}")
     return 0
 
 
+def _fail(error: Exception | str) -> int:
+    print(f"metra-pretrain: error: {error}", file=sys.stderr)
+    return 2
+
+
 def _export(args: argparse.Namespace) -> int:
-    from pretrain.export import export_run
+    from pretrain.export import export_run, export_untrained
     from pretrain.run.run_state import ResumeError
 
     try:
-        out = export_run(args.run_dir, args.out_dir, force=args.force, command=args.command_line)
+        if args.untrained:
+            if len(args.paths) != 1:
+                raise ConfigError("export --untrained takes one folder: metra-pretrain export --untrained "
+                                  "--config ant OUT_DIR")
+            out = export_untrained(load_config(args.config, args.set), args.paths[0], force=args.force)
+            source = f"untrained {args.config} networks"
+        else:
+            if len(args.paths) != 2:
+                raise ConfigError("export takes a run folder and a checkpoint folder: metra-pretrain export RUN_DIR "
+                                  "OUT_DIR (or --untrained --config NAME OUT_DIR)")
+            out = export_run(args.paths[0], args.paths[1], force=args.force, command=args.command_line)
+            source = args.paths[0]
     except (ConfigError, ResumeError) as error:
-        print(f"metra-pretrain: error: {error}", file=sys.stderr)
-        return 2
-    print(f"exported {args.run_dir} to {out}")
+        return _fail(error)
+    except OSError as error:
+        return _fail(f"cannot write the checkpoint ({error.strerror or error}: {error.filename}); nothing was written")
+    print(f"exported {source} to {out}")
     return 0
 
 
@@ -73,11 +100,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     try:
         result = evaluate_checkpoint(args.checkpoint, args.out, n_skills=args.skills, seed=args.seed,
                                      revision=args.revision)
-    except CheckpointError as error:
+    except (CheckpointError, ValueError) as error:
         print(f"metra-pretrain: error: {error}", file=sys.stderr)
         return 2
     print(f"{args.checkpoint}: policy coverage {result['policy_coverage']} bins "
-          f"({args.skills} deterministic skills x 200 steps); figures and coverage.json in {args.out}")
+          f"({args.skills} deterministic skills x {result['steps']} steps); figures and coverage.json in {args.out}")
     return 0
 
 
@@ -87,7 +114,7 @@ def _goal_eval(args: argparse.Namespace) -> int:
 
     try:
         result = goal_eval(args.checkpoint, args.out, n_goals=args.goals, seed=args.seed,
-                           baseline=not args.no_baseline)
+                           baseline=not args.no_baseline, baseline_checkpoint=args.baseline)
     except (CheckpointError, ValueError) as error:
         print(f"metra-pretrain: error: {error}", file=sys.stderr)
         return 2
@@ -115,8 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=_train)
 
     export = commands.add_parser("export", help="write a run's skills as a pickle-free checkpoint folder")
-    export.add_argument("run_dir", help="the run folder (its latest checkpoint is exported)")
-    export.add_argument("out_dir", help="the checkpoint folder to write (config.json, model.safetensors, README.md)")
+    export.add_argument("paths", nargs="+", metavar="[RUN_DIR] OUT_DIR",
+                        help="the run folder (its latest run state is exported) and the checkpoint folder to write "
+                             "(config.json, model.safetensors, README.md)")
+    export.add_argument("--untrained", action="store_true",
+                        help="write freshly initialised networks of --config instead (the baseline of evaluations)")
+    export.add_argument("--config", default="ant", help="with --untrained: the config whose networks to initialise")
+    export.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --untrained: override a config key")
     export.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
     export.add_argument("--command-line", help="the training command to record in the model card")
     export.set_defaults(func=_export)
@@ -134,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     goals.add_argument("--out", default="goal_eval_out")
     goals.add_argument("--goals", type=int, default=50)
     goals.add_argument("--seed", type=int, default=0)
+    goals.add_argument("--baseline", help="the untrained checkpoint to compare with (metra-pretrain export "
+                                          "--untrained); default: one initialised with --seed")
     goals.add_argument("--no-baseline", action="store_true", help="skip the untrained checkpoint")
     goals.set_defaults(func=_goal_eval)
     return parser

@@ -1,7 +1,7 @@
 """High-level controllers over frozen skills, and the flat baseline, with the paper's hyperparameters.
 
 Hierarchical: SAC over continuous skills (Ant), PPO over discrete skills (HalfCheetah); each high-level step
-runs a skill for K = 25 low-level steps, 8 high-level steps per episode. Flat: SAC on the low-level task env.
+runs a skill for K (``SKILL_STEPS``) low-level steps, ``SKILLS_PER_EPISODE`` high-level steps per episode. Flat: SAC on the low-level task env.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
+from metra_gym.registration import SKILLS_PER_EPISODE
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,6 @@ TASKS: dict[str, Task] = {
     "cheetah_goal": Task("metra/HalfCheetahGoal-v0", "metra/HalfCheetahGoalSkills-v0"),
     "cheetah_hurdle": Task("metra/HalfCheetahHurdle-v0", "metra/HalfCheetahHurdleSkills-v0"),
 }
-SKILL_STEPS = 25
 
 
 def task(name: str) -> Task:
@@ -53,7 +53,7 @@ def ppo(env: Any, seed: int, width: int = 256, **kwargs: Any) -> PPO:
     """PPO as in the paper for discrete skills: 64 episodes (of 8 skills) per update, 10 epochs, minibatch 256,
     entropy 0.01, GAE lambda 0.95, clip 0.2."""
     n_envs = env.num_envs
-    return PPO("MlpPolicy", env, n_steps=64 * 8 // n_envs, batch_size=256, n_epochs=10, ent_coef=0.01,
+    return PPO("MlpPolicy", env, n_steps=64 * SKILLS_PER_EPISODE // n_envs, batch_size=256, n_epochs=10, ent_coef=0.01,
                gae_lambda=0.95, clip_range=0.2, gamma=0.99, policy_kwargs={"net_arch": [width, width]}, seed=seed,
                device="cpu", **kwargs)
 

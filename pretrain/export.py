@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import shutil
@@ -9,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import torch as th
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard import metadata_eval_result
@@ -16,26 +18,37 @@ from safetensors.torch import save_file
 
 import metra_gym
 from metra_gym.envs.normalization import ObservationNormalizer
-from metra_gym.registration import skill_env_id
+from metra_gym.networks import PhiNetwork, SkillActor
 from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, WEIGHTS
-from pretrain.algorithms.metra import METRA
 from pretrain.run.config import ConfigError, PretrainConfig
-from pretrain.run.run_state import run_state_dir
-from pretrain.run.trainer import read_run_config
+from pretrain.run.run_state import run_state_dir, verify_files
+from pretrain.run.trainer import algorithm_class, read_run_config
 
-# SB3's SAC Actor -> metra_gym.networks.SkillActor
-_ACTOR_KEYS = {"latent_pi.0.": "latent.0.", "latent_pi.2.": "latent.2.", "mu.": "mu.", "log_std.": "log_std."}
+# SB3's SAC Actor -> metra_gym.networks.SkillActor, for any number of hidden layers
+_ACTOR_PREFIXES = {"latent_pi.": "latent.", "mu.": "mu.", "log_std.": "log_std."}
 
 
-def skill_tensors(model: METRA) -> dict[str, th.Tensor]:
-    """The actor and phi weights under the names of :class:`metra_gym.SkillPolicy`."""
+def skill_env_id(env_id: str) -> str | None:
+    """The registered skill-level id whose low-level environment is ``env_id`` (metra/Ant-v0 -> AntSkills)."""
+    for spec in gym.registry.values():
+        if spec.entry_point == "metra_gym.skill_env:SkillEnv" and spec.kwargs.get("env") == env_id:
+            return spec.id
+    return None
+
+
+def skill_tensors(model) -> dict[str, th.Tensor]:
+    """The actor and phi weights of a trained model under the names of :class:`metra_gym.SkillPolicy`."""
     tensors: dict[str, th.Tensor] = {}
     for key, value in model.actor.state_dict().items():
-        prefix = next((p for p in _ACTOR_KEYS if key.startswith(p)), None)
+        prefix = next((p for p in _ACTOR_PREFIXES if key.startswith(p)), None)
         if prefix is None:
-            raise ValueError(f"unexpected actor parameter {key!r}: only 2-layer MLP actors can be exported")
-        tensors["actor." + _ACTOR_KEYS[prefix] + key[len(prefix):]] = value
-    for key, value in model.phi.state_dict().items():
+            raise ConfigError(f"cannot export actor parameter {key!r}: metra_gym's SkillActor holds an MLP with tanh "
+                              f"hidden layers (the sac and tqc backbones); this run's actor has other layers")
+        tensors["actor." + _ACTOR_PREFIXES[prefix] + key[len(prefix):]] = value
+    phi = getattr(model.skill_learner, "phi", None)
+    if phi is None:
+        raise ConfigError(f"{type(model.skill_learner).__name__} has no representation phi to export")
+    for key, value in phi.state_dict().items():
         tensors["phi." + key] = value
     return {k: v.detach().float().contiguous().cpu() for k, v in tensors.items()}
 
@@ -90,19 +103,19 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, command: str | None = None,
-               machine: str = "2-core CPU, no GPU") -> Path:
-    """Write ``out_dir`` (config.json, model.safetensors, README.md) from a run's latest checkpoint; atomic."""
+               machine: str = "2-core CPU, no GPU", extra_provenance: dict[str, Any] | None = None) -> Path:
+    """Write ``out_dir`` (config.json, model.safetensors, README.md) from a run's latest run state; atomic."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
-    ckpt = run_state_dir(run_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not force:
-        raise ConfigError(f"{out_dir} exists and is not empty; choose another OUT_DIR or pass --force")
+    folder = run_state_dir(run_dir)
+    _check_out_dir(out_dir, force)
     run_config = read_run_config(run_dir)
-    model = METRA.load(ckpt / "model.zip", device="cpu")
-    state = json.loads((ckpt / "state.json").read_text())
+    state = verify_files(folder)
+    model = algorithm_class(run_config).load(folder / "model.zip", device="cpu")
     history_path = run_dir / "eval" / "coverage.json"
     history = json.loads(history_path.read_text()) if history_path.is_file() else []
     last_eval = next((row for row in reversed(history) if row["epoch"] <= state["epoch"]), {})
     provenance = {
+        "run": run_dir.name,
         "env_steps": int(state["num_timesteps"]),
         "epochs": int(state["epoch"]),
         "policy_coverage": last_eval.get("policy_coverage"),
@@ -110,41 +123,78 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         "wall_clock_h": round(float(state.get("wall_clock_s", 0.0)) / 3600, 2),
         "machine": machine,
         "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir", str(run_dir)]),
+        **(extra_provenance or {}),
     }
-    return write_checkpoint(model, run_config, out_dir, provenance)
+    config = checkpoint_config(run_config, model.obs_dim, model.action_space.low, model.action_space.high,
+                               provenance)
+    return write_checkpoint(skill_tensors(model), config, out_dir)
 
 
-def write_checkpoint(model: METRA, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:
-    """Write a METRA model's skill policy and phi as a checkpoint folder, atomically (temporary folder renamed)."""
+def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: bool = False) -> Path:
+    """A skill checkpoint of freshly initialised networks (the baseline of zero-shot and downstream results),
+    built from :mod:`metra_gym.networks` with the initialisation of a new training model, without training code."""
     out_dir = Path(out_dir)
-    net_arch = model.policy.net_arch
-    config = {
+    _check_out_dir(out_dir, force)
+    env = gym.make(run_config.env_id, **run_config.env_kwargs)
+    obs_dim, action_space = int(env.observation_space.shape[0]), env.action_space
+    env.close()
+    th.manual_seed(run_config.seed)
+    actor = SkillActor(obs_dim, run_config.skill_dim, int(action_space.shape[0]), run_config.hidden)
+    for head in (actor.mu, actor.log_std):  # as SkillSACPolicy initialises the actor's output layers
+        th.nn.init.xavier_normal_(head.weight, gain=0.1)
+        th.nn.init.zeros_(head.bias)
+    phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.hidden)
+    tensors = {**{f"actor.{k}": v for k, v in actor.state_dict().items()},
+               **{f"phi.{k}": v for k, v in phi.state_dict().items()}}
+    provenance = {"run": "untrained", "env_steps": 0, "epochs": 0, "policy_coverage": None, "machine": "-",
+                  "command": f"metra-pretrain export --untrained --config ... {out_dir}"}
+    config = checkpoint_config(run_config, obs_dim, action_space.low, action_space.high, provenance)
+    return write_checkpoint({k: v.detach().float().contiguous() for k, v in tensors.items()}, config, out_dir)
+
+
+def _check_out_dir(out_dir: Path, force: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} is a file; give a folder for the skill checkpoint")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
+        raise ConfigError(f"{out_dir} exists and is not empty; choose another OUT_DIR or pass --force")
+
+
+def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any, action_high: Any,
+                      provenance: dict[str, Any]) -> dict[str, Any]:
+    """The ``config.json`` of a skill checkpoint: what the networks need and where they came from."""
+    return {
         "format_version": FORMAT_VERSION,
         "env_id": run_config.env_id,
         "env_kwargs": run_config.env_kwargs,
         "skill_env_id": skill_env_id(run_config.env_id),
-        "obs_dim": model.obs_dim,
-        "action_dim": int(model.action_space.shape[0]),
-        "action_low": model.action_space.low.tolist(),
-        "action_high": model.action_space.high.tolist(),
-        "skill_dim": model.skill_dim,
-        "discrete_skills": model.discrete_skills,
-        "actor_hidden": list(net_arch["pi"] if isinstance(net_arch, dict) else net_arch),
-        "phi_hidden": list(model.phi_net_arch),
+        "obs_dim": int(obs_dim),
+        "action_dim": len(action_low),
+        "action_low": [float(v) for v in action_low],
+        "action_high": [float(v) for v in action_high],
+        "skill_dim": run_config.skill_dim,
+        "discrete_skills": run_config.discrete_skills,
+        "actor_hidden": run_config.hidden,
+        "phi_hidden": run_config.hidden,
         "normalizer": {"name": run_config.normalizer,
-                       **ObservationNormalizer.from_name(run_config.normalizer, model.obs_dim).to_dict()},
+                       **ObservationNormalizer.from_name(run_config.normalizer, obs_dim).to_dict()},
         "provenance": {
-            "algorithm": "METRA on Stable-Baselines3 SAC (metra-gym)",
+            "algorithm": f"{run_config.algo.upper()} on {run_config.backbone.upper()} (metra-gym)",
             "package_version": metra_gym.__version__,
             "seed": run_config.seed,
             **provenance,
             "config": run_config.to_dict(),
         },
     }
+
+
+def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_dir: Path) -> Path:
+    """Write a checkpoint folder atomically (temporary folder renamed); config.json records the weights' sha256."""
+    out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
-        save_file(skill_tensors(model), str(tmp / WEIGHTS), metadata={"format": "metra-gym"})
+        save_file(tensors, str(tmp / WEIGHTS), metadata={"format": "metra-gym"})
+        config = {**config, "weights_sha256": hashlib.sha256((tmp / WEIGHTS).read_bytes()).hexdigest()}
         (tmp / CONFIG).write_text(json.dumps(config, indent=1))
         model_card(config, out_dir.name).save(tmp / CARD)
         tmp.chmod(0o755)  # mkdtemp makes it private; a checkpoint is meant to be shared
@@ -157,15 +207,3 @@ def write_checkpoint(model: METRA, run_config: PretrainConfig, out_dir: Path, pr
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
-
-
-def export_untrained(run_config: PretrainConfig, out_dir: Path) -> Path:
-    """A checkpoint of a freshly initialised METRA model: the baseline of zero-shot and downstream results."""
-    from pretrain.run.trainer import build_model, env_factory, training_env
-
-    venv = training_env(run_config, env_factory(run_config))
-    model = build_model(run_config, venv, out_dir.parent / ".untrained-run")
-    provenance = {"env_steps": 0, "epochs": 0, "policy_coverage": None, "machine": "-", "command": "untrained"}
-    path = write_checkpoint(model, run_config, out_dir, provenance)
-    venv.close()
-    return path

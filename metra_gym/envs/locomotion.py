@@ -2,6 +2,11 @@
 
 Both return float32 observations *including* the torso position, and put the position used by the coverage
 metrics into ``info["coordinates"]`` (x-y for Ant, x for HalfCheetah), at reset and at every step.
+
+They (and the task environments built on them) pickle as Gymnasium's MuJoCo environments do, through
+``EzPickle``: a copy is a fresh environment built from the same constructor arguments. Gymnasium's own
+constructors record their positional arguments, which a subclass with keyword-only ``__init__`` cannot take back,
+so every class here records its own keyword arguments after the base class has.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.mujoco.ant_v5 import AntEnv
 from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
+from gymnasium.utils import EzPickle
 
 
 class _Float32Coordinates:
@@ -52,6 +58,7 @@ class MetraAntEnv(_Float32Coordinates, AntEnv):
         kwargs.setdefault("terminate_when_unhealthy", False)
         AntEnv.__init__(self, **kwargs)
         self._finish_init()
+        EzPickle.__init__(self, **kwargs)
 
 
 class MetraHalfCheetahEnv(_Float32Coordinates, HalfCheetahEnv):
@@ -67,3 +74,4 @@ class MetraHalfCheetahEnv(_Float32Coordinates, HalfCheetahEnv):
         kwargs.setdefault("exclude_current_positions_from_observation", False)
         HalfCheetahEnv.__init__(self, **kwargs)
         self._finish_init()
+        EzPickle.__init__(self, **kwargs)

@@ -7,13 +7,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import EzPickle
 
 
-class PointMassEnv(gym.Env):
+class PointMassEnv(gym.Env, EzPickle):
     """The state is the position; an action in ``[-1, 1]^2`` moves it by ``max_speed * action``.
 
     Registered as ``metra/PointMass-v0`` with a 50-step time limit. The reward is 0 (it exists for METRA's
-    intrinsic reward only). ``info["coordinates"]`` holds the position.
+    intrinsic reward only). ``info["coordinates"]`` holds the position. Pickles like the MuJoCo environments:
+    a copy is a fresh environment with the same arguments.
 
     Example:
         >>> env = PointMassEnv()
@@ -34,6 +36,7 @@ class PointMassEnv(gym.Env):
         self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self._position = np.zeros(2)
+        EzPickle.__init__(self, max_speed=max_speed, reset_noise_scale=reset_noise_scale)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)

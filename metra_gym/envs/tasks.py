@@ -1,7 +1,7 @@
 """The paper's downstream tasks (appendix): Ant multi-goals, HalfCheetah goal, HalfCheetah hurdles.
 
 Each observation is the pretraining observation followed by the task information, so a frozen skill policy
-can see exactly what it was trained on (``SkillEnv(..., policy_obs_dim=...)`` strips the rest). Rewards are
+can see exactly what it was trained on (each env's ``pretraining_obs_dim``; ``SkillEnv`` strips the rest). Rewards are
 the sparse task rewards of the paper; ``info["coordinates"]`` holds the agent's position as in pretraining.
 """
 
@@ -15,12 +15,15 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import EzPickle
 
 from metra_gym.envs.locomotion import MetraAntEnv, MetraHalfCheetahEnv
 
 
 def _with_task_space(env: Any, task_dim: int) -> None:
-    size = env.observation_space.shape[0] + task_dim
+    """Append ``task_dim`` entries to the observation space; ``pretraining_obs_dim`` says where the task part starts."""
+    env.pretraining_obs_dim = env.observation_space.shape[0]
+    size = env.pretraining_obs_dim + task_dim
     env.observation_space = spaces.Box(-np.inf, np.inf, (size,), np.float32)
 
 
@@ -41,6 +44,8 @@ class AntMultiGoalsEnv(MetraAntEnv):
         self.goals_done = 0
         self._goal_steps = 0
         _with_task_space(self, 2)
+        EzPickle.__init__(self, n_goals=n_goals, goal_range=goal_range, goal_radius=goal_radius,
+                          goal_reward=goal_reward, steps_per_goal=steps_per_goal, **kwargs)
 
     def _new_goal(self) -> None:
         self.goal = self.coordinates() + self.np_random.uniform(-self.goal_range, self.goal_range, 2)
@@ -81,6 +86,7 @@ class HalfCheetahGoalEnv(MetraHalfCheetahEnv):
         self.goal_range, self.goal_radius, self.goal_reward = goal_range, goal_radius, goal_reward
         self.goal = 0.0
         _with_task_space(self, 1)
+        EzPickle.__init__(self, goal_range=goal_range, goal_radius=goal_radius, goal_reward=goal_reward, **kwargs)
 
     def reset_model(self) -> np.ndarray:
         super().reset_model()
@@ -131,6 +137,8 @@ class HalfCheetahHurdleEnv(MetraHalfCheetahEnv):
         self.next_hurdle = 0
         super().__init__(xml_file=hurdle_xml(self.hurdles, hurdle_height), **kwargs)
         _with_task_space(self, 2)
+        # Not xml_file: a copy writes its own (the temporary file may be gone by then).
+        EzPickle.__init__(self, n_hurdles=n_hurdles, spacing=spacing, hurdle_height=hurdle_height, **kwargs)
 
     def _next_hurdle_x(self) -> float:
         if self.next_hurdle < len(self.hurdles):

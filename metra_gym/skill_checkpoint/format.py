@@ -7,16 +7,26 @@ where they came from (training provenance). A model card ``README.md`` may sit b
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
+import reprlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-FORMAT_VERSION = 1
+# Version 2 adds ``weights_sha256``, the sha256 hex digest of model.safetensors; version 1 checkpoints (without
+# it) still load.
+FORMAT_VERSION = 2
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 CARD = "README.md"
 REQUIRED_KEYS = ("format_version", "env_id", "env_kwargs", "obs_dim", "action_dim", "action_low", "action_high",
                  "skill_dim", "discrete_skills", "actor_hidden", "phi_hidden", "normalizer", "provenance")
+SHA256_KEY = "weights_sha256"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHORT = reprlib.Repr()
+_SHORT.maxlist, _SHORT.maxstring, _SHORT.maxother = 4, 60, 60
 
 
 class CheckpointError(ValueError):
@@ -24,7 +34,12 @@ class CheckpointError(ValueError):
 
 
 def read_config(folder: Path) -> dict[str, Any]:
-    """Read and check ``config.json`` of a checkpoint folder."""
+    """Read ``config.json`` of a checkpoint folder and check the type and value of every field it must have.
+
+    :param folder: the checkpoint folder.
+    :return: the parsed config.
+    :raises CheckpointError: naming the file, the key and the fix, for a missing, unreadable or invalid file.
+    """
     path = Path(folder) / CONFIG
     if not path.is_file():
         raise CheckpointError(f"{folder} is not a skill checkpoint: {CONFIG} is missing "
@@ -33,25 +48,128 @@ def read_config(folder: Path) -> dict[str, Any]:
         config = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CheckpointError(f"{path} is not valid JSON ({error}); re-export or re-download the checkpoint") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path} must hold a JSON object, got {type(config).__name__}; re-export the checkpoint")
     missing = [key for key in REQUIRED_KEYS if key not in config]
     if missing:
         raise CheckpointError(f"{path} lacks {', '.join(missing)}; re-export the checkpoint with this version")
-    if config["format_version"] > FORMAT_VERSION:
-        raise CheckpointError(f"{path} has format version {config['format_version']}, newer than this metra-gym "
-                              f"reads ({FORMAT_VERSION}); upgrade metra-gym")
+    _check_fields(config, path)
     return config
 
 
-def read_weights(folder: Path) -> dict[str, Any]:
-    """Load ``model.safetensors`` as torch tensors, turning a missing, truncated or corrupted file into one error."""
+def _is_int(value: Any) -> bool:
+    # JSON true/false load as bool, a subclass of int: they are never counts.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _numbers(value: Any, length: int | None = None) -> bool:
+    """A list of finite numbers (of ``length`` entries when given)."""
+    return (isinstance(value, list) and (length is None or len(value) == length)
+            and all(_is_number(v) for v in value))
+
+
+def _check_fields(config: dict[str, Any], path: Path) -> None:
+    """One CheckpointError naming the first key of ``config`` whose type or value is wrong."""
+
+    def fail(key: str, expected: str) -> NoReturn:
+        value = config[key] if "." not in key else config["normalizer"].get(key.split(".")[1])
+        raise CheckpointError(f"{path}: {key!r} must be {expected}, got {_SHORT.repr(value)} "
+                              f"({type(value).__name__}); re-export the checkpoint (or correct {CONFIG})")
+
+    version = config["format_version"]
+    if not _is_int(version) or version < 1:
+        fail("format_version", "a positive integer")
+    if version > FORMAT_VERSION:
+        raise CheckpointError(f"{path} has format version {version}, newer than this metra-gym reads "
+                              f"({FORMAT_VERSION}); upgrade metra-gym")
+    if not isinstance(config["env_id"], str) or not config["env_id"]:
+        fail("env_id", "a non-empty string (a Gymnasium env id)")
+    if not isinstance(config["env_kwargs"], dict):
+        fail("env_kwargs", "a JSON object of keyword arguments")
+    for key in ("obs_dim", "action_dim", "skill_dim"):
+        if not _is_int(config[key]) or config[key] < 1:
+            fail(key, "a positive integer")
+    action_dim = config["action_dim"]
+    for key in ("action_low", "action_high"):
+        if not _numbers(config[key], action_dim):
+            fail(key, f"a list of {action_dim} finite numbers (action_dim)")
+    if not all(low <= high for low, high in zip(config["action_low"], config["action_high"])):
+        fail("action_high", "at least action_low in every entry")
+    if not isinstance(config["discrete_skills"], bool):
+        fail("discrete_skills", "true or false (a JSON boolean, not a string)")
+    for key in ("actor_hidden", "phi_hidden"):
+        hidden = config[key]
+        if not isinstance(hidden, list) or not hidden or not all(_is_int(w) and w >= 1 for w in hidden):
+            fail(key, "a non-empty list of positive integers (hidden layer widths)")
+    normalizer = config["normalizer"]
+    if not isinstance(normalizer, dict) or not {"mean", "std"} <= normalizer.keys():
+        fail("normalizer", 'a JSON object with "mean" and "std"')
+    # Their length is checked against the weights by SkillPolicy: when obs_dim itself is wrong, the weights say so.
+    for key in ("mean", "std"):
+        if not _numbers(normalizer[key]) or not normalizer[key]:
+            fail(f"normalizer.{key}", "a non-empty list of finite numbers")
+    if len(normalizer["mean"]) != len(normalizer["std"]):
+        fail("normalizer.std", f"as long as normalizer.mean ({len(normalizer['mean'])} entries)")
+    if not all(std > 0 for std in normalizer["std"]):
+        fail("normalizer.std", "positive in every entry (observations are divided by it)")
+    if not isinstance(config["provenance"], dict):
+        fail("provenance", "a JSON object")
+    if SHA256_KEY in config and not (isinstance(config[SHA256_KEY], str) and _SHA256.match(config[SHA256_KEY])):
+        fail(SHA256_KEY, "the sha256 hex digest of model.safetensors (64 lowercase hex digits)")
+
+
+def read_weights(folder: Path, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Load ``model.safetensors`` as torch tensors, turning a missing, truncated, corrupted, tampered or
+    non-finite file into one error.
+
+    :param folder: the checkpoint folder.
+    :param config: its parsed ``config.json``; read from the folder when None and the file exists. When it records
+        ``weights_sha256`` (format version 2), the file must have that sha256.
+    :return: the tensors by name (``actor.*``, ``phi.*``), float32 and finite.
+    :raises CheckpointError: naming the file and the fix.
+    """
     from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.torch import load
+
+    from metra_gym.networks import single_threaded
 
     path = Path(folder) / WEIGHTS
     if not path.is_file():
         raise CheckpointError(f"{path} is missing; re-export or re-download the checkpoint")
+    if config is None and (Path(folder) / CONFIG).is_file():
+        config = read_config(folder)
+    data = path.read_bytes()  # read once: the bytes hashed are the bytes loaded
     try:
-        return load_file(path)
+        # One torch thread: a parallel copy would start OpenMP's pool, which hangs processes forked later.
+        with single_threaded():
+            tensors = load(data)
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"{path} is truncated or corrupted ({error}); delete it and re-download or "
                               "re-export the checkpoint") from None
+    # Checked after parsing, so that a cut-short file is reported as such; a file that parses but differs from
+    # the one exported is reported here.
+    expected = (config or {}).get(SHA256_KEY)
+    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+        raise CheckpointError(f"{path} does not match the sha256 recorded in {CONFIG} ({expected[:12]}...): the "
+                              "file was changed or damaged after export; re-download or re-export the checkpoint")
+    _check_tensors(tensors, path)
+    return tensors
+
+
+def _check_tensors(tensors: dict[str, Any], path: Path) -> None:
+    """Every tensor float32 and finite (checked in numpy, which never starts torch's OpenMP pool)."""
+    import numpy as np
+    import torch
+
+    for name, tensor in sorted(tensors.items()):  # sorted: safetensors returns them in no fixed order
+        if tensor.dtype != torch.float32:
+            raise CheckpointError(f"{path}: tensor {name!r} has dtype {tensor.dtype}, but skill checkpoints hold "
+                                  "float32 weights; re-export the checkpoint")
+        bad = int(np.count_nonzero(~np.isfinite(tensor.numpy())))
+        if bad:
+            raise CheckpointError(f"{path}: tensor {name!r} holds {bad} NaN or infinite values (a diverged "
+                                  "training run or a damaged file); re-export from a healthy training checkpoint")

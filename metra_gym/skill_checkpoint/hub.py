@@ -9,7 +9,15 @@ from pathlib import Path
 from metra_gym.skill_checkpoint.format import CARD, CONFIG, WEIGHTS, CheckpointError
 
 HUB_PREFIX = "hf://"
-_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+# The Hub's own rules (huggingface_hub's validate_repo_id), with the namespace required: "org/name", each part of
+# ASCII letters, digits, "-", "_", "." that starts and ends with a letter, digit or "_"; no "--" or ".." anywhere.
+_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+_REPO_ID = re.compile(rf"^{_PART}/{_PART}$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _is_repo_id(text: str) -> bool:
+    return bool(_REPO_ID.match(text)) and "--" not in text and ".." not in text and not text.endswith(".git")
 
 
 def bundled_checkpoints() -> list[str]:
@@ -21,42 +29,97 @@ def bundled_checkpoints() -> list[str]:
 
 
 def parse_hub_reference(checkpoint: str, revision: str | None = None) -> tuple[str, str | None]:
-    """``hf://org/name@rev`` or ``org/name`` (with ``revision``) -> (repo_id, revision)."""
+    """``hf://org/name@rev`` or ``org/name`` (with ``revision``) -> (repo_id, revision).
+
+    :raises CheckpointError: for a malformed repo id or revision (``hf://../..``, ``hf://org/name@``, ...).
+    """
+    if revision is not None and not isinstance(revision, str):
+        raise CheckpointError(f"revision must be a string (branch, tag or commit), got {revision!r}")
     reference = checkpoint[len(HUB_PREFIX):] if checkpoint.startswith(HUB_PREFIX) else checkpoint
     if "@" in reference:
         reference, at_revision = reference.split("@", 1)
         if revision is not None and revision != at_revision:
             raise CheckpointError(f"two revisions given for {checkpoint!r}: {at_revision!r} and {revision!r}")
         revision = at_revision
-    if not _REPO_ID.match(reference):
-        raise CheckpointError(f"{checkpoint!r} is not a Hub repo id; write it as 'org/name' or 'hf://org/name@rev'")
+    if not _is_repo_id(reference):
+        raise CheckpointError(f"{checkpoint!r} is not a valid Hub repo id; write it as 'org/name' or "
+                              "'hf://org/name@rev' (letters, digits, '-', '_' and '.'; no '..' or '--')")
+    # A revision goes into the URL path quoted, but an empty one or one with spaces or '..' is always a mistake.
+    if revision is not None and (not revision or ".." in revision or "@" in revision
+                                 or any(c.isspace() or not c.isprintable() for c in revision)):
+        raise CheckpointError(f"{revision!r} is not a valid revision of Hub repo {reference!r}; give a branch, tag "
+                              "or commit hash")
     return reference, revision
 
 
-def resolve_checkpoint(checkpoint: str | Path, revision: str | None = None) -> Path:
-    """A local folder holding ``config.json`` and ``model.safetensors`` for any way of naming a checkpoint."""
+def locate_checkpoint(checkpoint: str | Path, revision: str | None = None) -> tuple[Path, str]:
+    """The local folder of a checkpoint and a reference that names exactly it from any working directory: the
+    bundled name, the absolute folder path, or ``hf://org/name@<commit>`` (what a pickled policy reloads)."""
     text = str(checkpoint)
     if isinstance(checkpoint, Path) or Path(text).exists():
         folder = Path(text)
         if not folder.is_dir():
             raise CheckpointError(f"{folder} is a file; a skill checkpoint is a folder with {CONFIG} and {WEIGHTS}")
-        return folder
+        return folder, str(folder.resolve())
     if text in bundled_checkpoints():
-        return Path(str(resources.files("metra_gym") / "bundled" / text))
+        return Path(str(resources.files("metra_gym") / "bundled" / text)), text
     if text.startswith(HUB_PREFIX) or _REPO_ID.match(text.split("@")[0]):
-        return download_from_hub(*parse_hub_reference(text, revision))
+        repo_id, revision = parse_hub_reference(text, revision)
+        folder = download_from_hub(repo_id, revision)
+        # The cache's snapshot folder is named by the commit: pin it, so a reload gets these very files.
+        return folder, f"{HUB_PREFIX}{repo_id}@{folder.name if _COMMIT.match(folder.name) else revision or 'main'}"
     raise CheckpointError(f"unknown checkpoint {text!r}: bundled names are {bundled_checkpoints()}; "
                           "or give a local folder, or a Hub repo as 'org/name' or 'hf://org/name@rev'")
+
+
+def resolve_checkpoint(checkpoint: str | Path, revision: str | None = None) -> Path:
+    """A local folder holding ``config.json`` and ``model.safetensors`` for any way of naming a checkpoint."""
+    return locate_checkpoint(checkpoint, revision)[0]
+
+
+def _hub_unreachable(repo_id: str, revision: str | None) -> bool:
+    """Whether one HEAD request for the checkpoint's config.json fails before the Hub answers (connection refused,
+    DNS failure, timeout after ``HF_HUB_ETAG_TIMEOUT`` seconds).
+
+    Why: when no cached copy exists, ``hf_hub_download`` retries such a failure 5 times with 1-8 s waits (~24 s,
+    or minutes when each try times out), and huggingface_hub offers no setting for it. One failed probe sends us
+    to the cache instead, which either has the files or gives the clear "cannot reach" error at once.
+    """
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError, HTTPError
+
+    import metra_gym
+
+    try:
+        get_hf_file_metadata(hf_hub_url(repo_id, CONFIG, revision=revision), timeout=constants.HF_HUB_ETAG_TIMEOUT,
+                             library_name="metra-gym", library_version=metra_gym.__version__)
+    except HfHubHTTPError:
+        return False  # the Hub answered (404, 401, 5xx, ...): hf_hub_download reports or retries it
+    except (HTTPError, OSError):
+        return True
+    return False
+
+
+def _cache_only(repo_id: str, revision: str | None) -> bool:
+    """Whether to read the checkpoint from the Hugging Face cache only: offline mode, or an unreachable Hub."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if constants.is_offline_mode():
+        return True
+    if revision and _COMMIT.match(revision) and all(
+            isinstance(try_to_load_from_cache(repo_id, name, revision=revision), str) for name in (CONFIG, WEIGHTS)):
+        return False  # hf_hub_download serves a cached commit without any request
+    return _hub_unreachable(repo_id, revision)
 
 
 def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
     """Fetch a checkpoint file by file into the Hugging Face cache (which writes each file completely or not at
     all) and return its snapshot folder. Works offline from the cache with ``HF_HUB_OFFLINE=1``."""
-    import httpx2 as httpx
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
         HfHubHTTPError,
+        HTTPError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
@@ -65,11 +128,12 @@ def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
     import metra_gym
 
     where = f"{repo_id}@{revision}" if revision else repo_id
+    cache_only = _cache_only(repo_id, revision)
     paths = {}
     for filename in (CONFIG, WEIGHTS, CARD):
         try:
             paths[filename] = hf_hub_download(repo_id, filename, revision=revision, library_name="metra-gym",
-                                              library_version=metra_gym.__version__)
+                                              library_version=metra_gym.__version__, local_files_only=cache_only)
         except RevisionNotFoundError:
             raise CheckpointError(f"revision {revision!r} does not exist in Hub repo {repo_id!r}; "
                                   "give an existing branch, tag or commit") from None
@@ -86,7 +150,7 @@ def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
             if filename == CARD:
                 continue
             raise CheckpointError(f"Hub repo {where} has no {filename}; it is not a metra-gym skill checkpoint") from None
-        except (OSError, HfHubHTTPError, httpx.HTTPError) as error:
+        except (OSError, HfHubHTTPError, HTTPError) as error:
             # A broken or cut-short transfer: the cache only ever renames complete files into place.
             raise CheckpointError(f"download of {filename} from {where} failed ({type(error).__name__}: "
                                   f"{str(error).splitlines()[0]}); nothing was kept, try again") from None
@@ -102,11 +166,14 @@ def push_to_hub(folder: str | Path, repo_id: str, *, revision: str | None = None
     commit URL. The folder is checked first, so a broken checkpoint is never uploaded."""
     from huggingface_hub import HfApi
 
-    from metra_gym.skill_checkpoint.format import read_config, read_weights
+    from metra_gym.skill_policy import SkillPolicy
 
+    if not _is_repo_id(repo_id):
+        raise CheckpointError(f"{repo_id!r} is not a valid Hub repo id; write it as 'org/name' (letters, digits, "
+                              "'-', '_' and '.'; no '..' or '--')")
     folder = Path(folder)
-    read_config(folder)
-    read_weights(folder)
+    # Loading it checks config.json, the weights, their sha256 and that they fit together.
+    SkillPolicy.from_pretrained(folder)
     api = HfApi(token=token)
     api.create_repo(repo_id, private=private, exist_ok=True)
     if revision:

@@ -39,12 +39,17 @@ class SkillRollouts:
         self.envs = [make_env() for _ in range(n_skills)]
         self.steps = steps
 
-    def run(self, act: ActFn, skills: np.ndarray, seed: int = 0) -> np.ndarray:
-        """Positions ``(n_skills, steps + 1, n_coordinates)``, start states included."""
+    def run(self, act: ActFn, skills: np.ndarray, seed: int = 0,
+            observations: list[np.ndarray] | None = None) -> np.ndarray:
+        """Positions ``(n_skills, steps + 1, n_coordinates)``, start states included. Environment ``i`` is reset
+        with seed ``seed + i``. When ``observations`` is a list, each step's observations (start and final ones
+        included) are appended to it."""
         if len(skills) != len(self.envs):
             raise ValueError(f"expected {len(self.envs)} skills, got {len(skills)}")
         resets = [env.reset(seed=seed + i) for i, env in enumerate(self.envs)]
         obs = np.stack([o for o, _ in resets])
+        if observations is not None:
+            observations.append(obs.copy())
         positions = [np.stack([info["coordinates"] for _, info in resets])]
         alive = np.ones(len(self.envs), dtype=bool)
         for _ in range(self.steps):
@@ -56,6 +61,8 @@ class SkillRollouts:
                     last[i] = info["coordinates"]
                     alive[i] = not (terminated or truncated)
             positions.append(last)
+            if observations is not None:
+                observations.append(obs.copy())
         return np.stack(positions, axis=1)
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
+from metra_gym.registration import EPISODE_STEPS
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.evaluation.coverage import SkillRollouts, coverage, plot_trajectories, skill_colors
@@ -22,25 +23,17 @@ from pretrain.evaluation.coverage import SkillRollouts, coverage, plot_trajector
 def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0
                          ) -> tuple[np.ndarray, np.ndarray]:
     """Raw observations and positions of deterministic skill rollouts: (n, steps + 1, obs_dim), (n, steps + 1, c)."""
-    observations: list[list[np.ndarray]] = [[] for _ in skills]
-
-
     rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
-
-    def act(obs: np.ndarray, z: np.ndarray) -> np.ndarray:
-        for i, o in enumerate(obs):
-            observations[i].append(o.copy())
-        return policy.act(obs, z)
-
-    positions = rollouts.run(act, skills, seed=seed)
-    final = np.stack([env.unwrapped._get_obs() for env in rollouts.envs])
+    observations: list[np.ndarray] = []
+    positions = rollouts.run(policy.act, skills, seed=seed, observations=observations)
     rollouts.close()
-    obs = np.stack([np.stack(o + [f]) for o, f in zip(observations, final)])
-    return obs, positions
+    return np.stack(observations, axis=1), positions
 
 
-def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48, steps: int = 200, seed: int = 0,
+def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48, steps: int = EPISODE_STEPS, seed: int = 0,
                         revision: str | None = None) -> dict[str, Any]:
+    if n_skills < 1:
+        raise ValueError(f"the number of skills must be >= 1, got {n_skills}")
     policy = SkillPolicy.from_pretrained(checkpoint, revision=revision)
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed)
     obs, positions = rollout_observations(policy, skills, steps, seed=seed)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
+from metra_gym.registration import EPISODE_STEPS
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.evaluation.coverage import SkillRollouts
 
@@ -28,7 +29,7 @@ def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np
     return np.random.default_rng(seed).uniform(-scale, scale, (n_goals, n_coordinates))
 
 
-def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = 200, seed: int = 0) -> dict[str, Any]:
+def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = EPISODE_STEPS, seed: int = 0) -> dict[str, Any]:
     """Final distances to ``n_goals`` goals, the goals, and the paths."""
 
 
@@ -53,24 +54,31 @@ def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = 200, seed: 
 
 
 def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int = 0,
-              baseline: bool = True) -> dict[str, Any]:
-    """Zero-shot goal reaching of a checkpoint, beside a freshly initialised (untrained) one of the same shape."""
+              baseline: bool = True, baseline_checkpoint: str | None = None) -> dict[str, Any]:
+    """Zero-shot goal reaching of a checkpoint, beside an untrained one of the same shape: ``baseline_checkpoint``
+    (as ``metra-pretrain export --untrained`` writes it), or one initialised for this call with the same seed."""
     from pretrain.export import export_untrained
     from pretrain.run.config import build_config
 
+    if n_goals < 2:
+        raise ValueError(f"the number of goals must be >= 2 (a 95 % interval needs two), got {n_goals}")
     policy = SkillPolicy.from_pretrained(checkpoint)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     trained = reach_goals(policy, n_goals, seed=seed)
     result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
                               "seed": seed, "goal_range": GOAL_RANGE[policy.env_id],
                               "trained": {k: trained[k] for k in ("mean", "ci95", "median", "distances")}}
     if baseline:
-        config = build_config({**policy.config["provenance"]["config"], "seed": seed})
         with tempfile.TemporaryDirectory() as tmp:
-            untrained_policy = SkillPolicy.from_pretrained(export_untrained(config, Path(tmp) / "untrained"))
-            untrained = reach_goals(untrained_policy, n_goals, seed=seed)
+            if baseline_checkpoint is None:
+                config = build_config({**policy.config["provenance"]["config"], "seed": seed})
+                baseline_checkpoint = str(export_untrained(config, Path(tmp) / "untrained"))
+                result["baseline_checkpoint"] = f"untrained, seed {seed}"
+            else:
+                result["baseline_checkpoint"] = str(baseline_checkpoint)
+            untrained = reach_goals(SkillPolicy.from_pretrained(baseline_checkpoint), n_goals, seed=seed)
         result["untrained"] = {k: untrained[k] for k in ("mean", "ci95", "median", "distances")}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)  # only now: a failed evaluation leaves no empty folder
     (out_dir / "goal_reaching.json").write_text(json.dumps(result, indent=1))
     plot_goal_paths(trained["paths"], trained["goals"], out_dir / "goal_paths.png",
                     title=f"{policy.env_id}: zero-shot goals, final distance {trained['mean']:.1f}")

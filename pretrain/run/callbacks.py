@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts, plot_trajectories, policy_coverage
+from pretrain.run.run_state import ResumeError, write_json_atomic, write_text_atomic
 
 
 class TrainingCoverage(BaseCallback):
@@ -43,6 +45,21 @@ def actor_act(model) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         return model.policy.unscale_action(action)
 
     return act
+
+
+def read_history(run_dir: Path) -> list[dict[str, float]]:
+    """The evaluation rows of a run folder (``eval/coverage.json``), with a clear error for a damaged file."""
+    path = Path(run_dir) / "eval" / "coverage.json"
+    if not path.is_file():
+        return []
+    try:
+        rows = json.loads(path.read_text())
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and "epoch" in r for r in rows):
+            raise ValueError("not a list of evaluation rows")
+    except ValueError as error:
+        raise ResumeError(f"{path} is damaged ({error}); restore it, or delete it to start the evaluation history "
+                          "afresh (the run state does not depend on it)") from None
+    return rows
 
 
 class EpochCallback(BaseCallback):
@@ -78,17 +95,16 @@ class EpochCallback(BaseCallback):
         self.start_wall_clock = start_wall_clock
         self._start_time = time.time()
         self._start_epoch = start_epoch
-        self.history: list[dict[str, float]] = []
-        history = self.run_dir / "eval" / "coverage.json"
-        if history.is_file():
-            self.history = [row for row in json.loads(history.read_text()) if row["epoch"] <= start_epoch]
+        self.history = [row for row in read_history(self.run_dir) if row["epoch"] <= start_epoch]
+        self.stop_requested: Callable[[], bool] = lambda: False
+        self._stopping = False
 
     @property
     def epoch(self) -> int:
         return self.num_timesteps // self.steps_per_epoch
 
     def _on_step(self) -> bool:
-        return True
+        return not self._stopping  # False ends learn() before the step is stored: the saved state stays exact
 
     def _on_training_start(self) -> None:
         if self.last_epoch == 0 and not self.history:
@@ -110,8 +126,10 @@ class EpochCallback(BaseCallback):
         self.logger.record("time/epoch", epoch)
         if final or epoch % self.eval_every == 0:
             self.evaluate(epoch)
-        if final or epoch % self.save_every == 0:
+        stop = self.stop_requested()
+        if final or stop or epoch % self.save_every == 0:
             self.save(epoch)
+        self._stopping = stop
 
     def evaluate(self, epoch: int) -> dict[str, float]:
         model = self.model
@@ -129,11 +147,12 @@ class EpochCallback(BaseCallback):
         eval_dir = self.run_dir / "eval"
         plot_trajectories(positions, skills, eval_dir / f"trajectories_epoch_{epoch:06d}.png",
                           title=f"epoch {epoch}: policy coverage {bins}")
-        (eval_dir / "coverage.json").write_text(json.dumps(self.history, indent=1))
-        with open(eval_dir / "coverage.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(row))
-            writer.writeheader()
-            writer.writerows(self.history)
+        write_json_atomic(eval_dir / "coverage.json", self.history)
+        table = io.StringIO()
+        writer = csv.DictWriter(table, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerows(self.history)
+        write_text_atomic(eval_dir / "coverage.csv", table.getvalue())
         for key in ("policy_coverage", "queue_coverage", "total_coverage"):
             self.logger.record(f"eval/{key}", row[key])
         if self.verbose:

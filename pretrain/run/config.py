@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from metra_gym.registration import EPISODE_STEPS
 from pretrain.algorithms.common.skills import validate_skill_spec
 
 
@@ -18,17 +20,27 @@ class ConfigError(ValueError):
     """A configuration that cannot be used; the message says what to change."""
 
 
+# Choices, said once (the trainer maps them to classes; listed here so that the CLI stays light).
+ALGORITHMS = ("metra",)
+BACKBONES = ("sac", "crossq", "tqc")
+INITS = ("torch", "official")
+COLLECTORS = ("sequential", "overlapped")
+MAX_ENVS = 256  # more environments in one process than this is a typo, not a plan
+
+
 @dataclass
 class PretrainConfig:
     """Everything a METRA pretraining run depends on. Defaults are the paper's values for state Ant."""
 
+    algo: str = "metra"
+    backbone: str = "sac"                  # off-policy RL: sac (the paper's), crossq or tqc (sb3-contrib)
     env_id: str = "metra/Ant-v0"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     normalizer: str = "ant"
     skill_dim: int = 2
     discrete_skills: bool = False
     n_envs: int = 8
-    episode_steps: int = 200
+    episode_steps: int = EPISODE_STEPS
     gradient_steps: int = 50
     epochs: int = 2000
     net_width: int = 256
@@ -38,6 +50,8 @@ class PretrainConfig:
     alpha_learning_rate: float = 1e-4      # Adam, log alpha
     init: str = "torch"                    # "official": xavier-normal weights, zero biases
     random_warmup: bool = True             # uniform random actions until learning_starts (SB3); False: policy
+    collector: str = "sequential"          # "overlapped": collect the next epoch in a worker while training
+    collector_workers: int = 1             # worker processes of the overlapped collector (split n_envs)
     batch_size: int = 256
     buffer_size: int = 1_000_000
     learning_starts: int = 10_000
@@ -66,15 +80,45 @@ class PretrainConfig:
         return [self.net_width] * self.net_layers
 
     def validate(self) -> PretrainConfig:
+        """Raise one :class:`ConfigError` for the first value that cannot be meant; return self otherwise."""
         try:
             validate_skill_spec(self.skill_dim, self.discrete_skills)
         except ValueError as error:
             raise ConfigError(str(error)) from None
+        for name, choices in (("algo", ALGORITHMS), ("backbone", BACKBONES), ("init", INITS),
+                              ("collector", COLLECTORS)):
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
         positive = ["n_envs", "episode_steps", "gradient_steps", "epochs", "net_width", "net_layers", "batch_size",
-                    "buffer_size", "eval_every", "eval_skills", "save_every", "torch_threads"]
+                    "buffer_size", "eval_every", "eval_skills", "save_every", "torch_threads", "collector_workers"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("n_envs", "eval_skills"):
+            if getattr(self, name) > MAX_ENVS:
+                raise ConfigError(f"{name} must be <= {MAX_ENVS} (environments in one process), got {getattr(self, name)}")
+        if self.collector == "overlapped" and self.n_envs % self.collector_workers:
+            raise ConfigError(f"n_envs ({self.n_envs}) must be a multiple of collector_workers "
+                              f"({self.collector_workers}): each worker steps the same number of environments")
+        if self.learning_starts < 0:
+            raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
+        if self.buffer_size < max(self.batch_size, self.steps_per_epoch):
+            raise ConfigError(f"buffer_size must hold at least one epoch ({self.steps_per_epoch} transitions) and one "
+                              f"batch ({self.batch_size}), got {self.buffer_size}")
+        # (name, lowest, highest, lowest allowed, highest allowed); NaN fails every comparison.
+        ranges = [("learning_rate", 0, None, False, None), ("dual_learning_rate", 0, None, False, None),
+                  ("alpha_learning_rate", 0, None, False, None), ("alpha_init", 0, None, False, None),
+                  ("dual_lam_init", 0, None, False, None), ("dual_slack", 0, None, True, None),
+                  ("gamma", 0, 1, False, True), ("tau", 0, 1, False, True)]
+        for name, low, high, low_ok, high_ok in ranges:
+            value = getattr(self, name)
+            above = value >= low if low_ok else value > low
+            below = high is None or (value <= high if high_ok else value < high)
+            if not (above and below and math.isfinite(value)):
+                bound = f"{'[' if low_ok else '('}{low}, {high if high is not None else 'inf'}{']' if high_ok else ')'}"
+                raise ConfigError(f"{name} must be a finite number in {bound}, got {value}")
+        if self.target_entropy is not None and not math.isfinite(self.target_entropy):
+            raise ConfigError(f"target_entropy must be a finite number or null (-|A|/2), got {self.target_entropy}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,7 +140,11 @@ def _read_yaml(name_or_path: str) -> dict[str, Any]:
         text = resources.files("pretrain.run.configs").joinpath(f"{name_or_path}.yaml").read_text()
     else:
         raise ConfigError(f"unknown config {name_or_path!r}: give a YAML file or one of {builtin_configs()}")
-    data = yaml.safe_load(text) or {}
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"config {name_or_path!r} is not valid YAML: {str(error).splitlines()[0]} "
+                          f"({getattr(error, 'problem_mark', '')})".replace(" ()", "")) from None
     if not isinstance(data, dict):
         raise ConfigError(f"config {name_or_path!r} must be a mapping of keys to values")
     return data
@@ -106,7 +154,10 @@ def _parse_override(item: str) -> tuple[str, Any]:
     if "=" not in item:
         raise ConfigError(f"override {item!r} must look like key=value, e.g. epochs=100")
     key, value = item.split("=", 1)
-    return key.strip(), yaml.safe_load(value)
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise ConfigError(f"override {item!r}: the value is not valid YAML; quote it") from None
 
 
 def build_config(values: dict[str, Any]) -> PretrainConfig:

@@ -1,10 +1,23 @@
-"""Run checkpoints that ``--resume`` continues: model (with phi, lambda and optimisers), replay buffer, RNGs,
-counters and coverage statistics, written atomically so that a killed run never leaves a broken checkpoint."""
+"""The run state that ``--resume`` continues: model (with the skill learner and every optimiser), replay buffer,
+RNGs, counters and coverage statistics, saved at epoch boundaries.
+
+Layout: ``RUN_DIR/run_state/latest/`` with ``model.zip``, ``replay_buffer.pkl``, ``coverage.npz`` and
+``state.json`` (written last; it lists every file with its size and sha256, so a state is complete exactly when
+its ``state.json`` exists and matches). A save goes to a temporary folder (each file fsynced), then two renames
+put it in place: ``latest`` -> ``previous``, temporary -> ``latest``. A kill at any moment leaves a complete state
+behind: :func:`run_state_dir` takes the newest complete one among ``latest``, ``previous`` and finished
+temporaries, puts it back as ``latest`` and removes the rest.
+
+The SB3 zip and the replay buffer are pickles: a run folder is trusted input. The sha256 check refuses files
+changed after they were written (by another program or a person), which also catches silent corruption.
+"""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import os
 import random
 import shutil
 import tempfile
@@ -14,38 +27,84 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from safetensors.torch import load_file, save_file
 from stable_baselines3.common.vec_env import VecEnv
 
-from pretrain.algorithms.metra import METRA
 from pretrain.evaluation.coverage import CoverageTracker
 
+ROOT = "run_state"
 LATEST = "latest"
+PREVIOUS = "previous"
+TMP_PREFIX = ".tmp-"
+STATE = "state.json"
+COLLECTOR_ACTOR = "collector_actor.safetensors"  # the policy copy the collection in flight uses
 
 
 class ResumeError(ValueError):
-    """``--resume`` was given something that is not a METRA run folder with a checkpoint."""
+    """``--resume`` was given something that is not a run folder with a usable run state."""
 
 
-def _env_rngs(venv: VecEnv) -> list[dict[str, Any]]:
-    return [env.unwrapped.np_random.bit_generator.state for env in venv.envs]  # type: ignore[attr-defined]
+# --- writing ----------------------------------------------------------------------------------------------------
 
 
-def _set_env_rngs(venv: VecEnv, states: list[dict[str, Any]]) -> None:
-    for env, state in zip(venv.envs, states):  # type: ignore[attr-defined]
-        env.unwrapped.np_random.bit_generator.state = state
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
-def save_run_state(run_dir: Path, model: METRA, tracker: CoverageTracker, epoch: int, save_buffer: bool,
-                    extra: dict[str, Any] | None = None) -> Path:
-    """Write ``run_dir/run_state/latest`` atomically (a temporary folder renamed into place)."""
-    root = run_dir / "run_state"
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a file through a temporary file renamed into place, so a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=1, default=int))
+
+
+def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, save_buffer: bool,
+                   extra: dict[str, Any] | None = None) -> Path:
+    """Write ``run_dir/run_state/latest`` so that a kill at any moment leaves a complete run state. With an
+    overlapped collector, what its collection in flight started from is saved too (``collector_actor.safetensors``
+    and ``state.json["collector"]``)."""
+    root = Path(run_dir) / ROOT
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+    remove_unfinished(root)
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root))
     try:
         model.save(tmp / "model.zip")
         if save_buffer:
             model.save_replay_buffer(tmp / "replay_buffer.pkl")
         np.savez(tmp / "coverage.npz", **tracker.state())
+        in_flight = model.collector.in_flight() if model.collector is not None else None
+        if in_flight is not None:
+            save_file(in_flight["weights"], str(tmp / COLLECTOR_ACTOR))
+            in_flight = {"rngs": in_flight["rngs"], "start_timesteps": in_flight["start_timesteps"]}
+        files = {}
+        for path in sorted(tmp.iterdir()):
+            _fsync(path)
+            files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
         state = {
             "epoch": epoch,
             "num_timesteps": model.num_timesteps,
@@ -54,52 +113,135 @@ def save_run_state(run_dir: Path, model: METRA, tracker: CoverageTracker, epoch:
             "torch_rng": base64.b64encode(th.get_rng_state().numpy().tobytes()).decode(),
             "env_rngs": _env_rngs(model.get_env()),
             "action_space_rng": model.action_space.np_random.bit_generator.state,
+            "collector": in_flight,
+            "files": files,
             **(extra or {}),
         }
-        (tmp / "state.json").write_text(json.dumps(state, default=int))
-        final = root / LATEST
-        old = root / ".old"
-        if old.exists():
-            shutil.rmtree(old)
-        if final.exists():
-            final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-        return final
+        write_json_atomic(tmp / STATE, state)
+        _fsync(tmp)
+        latest, previous = root / LATEST, root / PREVIOUS
+        if latest.exists():
+            shutil.rmtree(previous, ignore_errors=True)
+            latest.rename(previous)
+        tmp.rename(latest)
+        _fsync(root)
+        shutil.rmtree(previous, ignore_errors=True)
+        return latest
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
+def remove_unfinished(root: Path) -> None:
+    """Remove temporary folders of saves that were killed before they finished."""
+    for path in root.glob(f"{TMP_PREFIX}*"):
+        if path.is_dir() and not (path / STATE).is_file():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# --- finding and checking ---------------------------------------------------------------------------------------
+
+
+def _complete(folder: Path) -> dict[str, Any] | None:
+    """The state of a folder whose files are all there with their recorded sizes, else None (cheap check)."""
+    try:
+        state = json.loads((folder / STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    files = state.get("files") if isinstance(state, dict) else None
+    if not isinstance(files, dict) or "model.zip" not in files:
+        return None
+    for name, info in files.items():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != info.get("bytes"):
+            return None
+    return state
+
+
 def run_state_dir(run_dir: Path) -> Path:
-    """The checkpoint folder of a run, with a clear error for anything that cannot be resumed."""
+    """The run state of a run folder, recovered after a kill if needed, with a clear error if there is none."""
     run_dir = Path(run_dir)
     if run_dir.is_file():
         hint = " (an SB3 .zip is a model, not a run)" if run_dir.suffix == ".zip" else ""
         raise ResumeError(f"--resume expects the run folder written by metra-pretrain train, got the file {run_dir}{hint}")
-    ckpt = run_dir / "run_state" / LATEST
-    if not (ckpt / "model.zip").is_file() or not (ckpt / "state.json").is_file():
-        raise ResumeError(f"{run_dir} has no checkpoint to resume ({ckpt}/model.zip and state.json are missing)")
-    with zipfile.ZipFile(ckpt / "model.zip") as archive:
-        if "phi.pth" not in archive.namelist():
-            raise ResumeError(f"{ckpt / 'model.zip'} is a plain SAC model without METRA's phi; it cannot be resumed")
-    return ckpt
+    root = run_dir / ROOT
+    if not root.is_dir():
+        raise ResumeError(f"{run_dir} has no run state to resume ({root} is missing); start it with "
+                          "`metra-pretrain train --run-dir`")
+    latest = root / LATEST
+    candidates = [p for p in [latest, root / PREVIOUS, *sorted(root.glob(f"{TMP_PREFIX}*"))] if p.is_dir()]
+    complete = [(state["epoch"], p) for p in candidates if (state := _complete(p)) is not None]
+    if not complete:
+        legacy = latest / "model.zip"
+        if legacy.is_file() and (latest / STATE).is_file():
+            raise ResumeError(f"{latest} was written by an older metra-gym without file checksums; resume it with "
+                              "that version, or start a new run")
+        raise ResumeError(f"{run_dir} has no complete run state to resume (looked in {root})")
+    best = max(complete, key=lambda item: (item[0], item[1] == latest))[1]
+    if best != latest:  # a save was killed between its renames, or `latest` was damaged: put the newest back
+        if latest.exists():
+            latest.rename(root / f"{TMP_PREFIX}damaged")
+        best.rename(latest)
+        _fsync(root)
+    for path in candidates:
+        if path.exists() and path != latest:
+            shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(root / f"{TMP_PREFIX}damaged", ignore_errors=True)
+    with zipfile.ZipFile(latest / "model.zip") as archive:
+        if "skill_learner.pth" not in archive.namelist():
+            raise ResumeError(f"{latest / 'model.zip'} is a plain SB3 model without a skill learner; it cannot be "
+                              "resumed")
+    return latest
 
 
-def load_run_state(ckpt: Path, model: METRA, tracker: CoverageTracker) -> int:
-    """Restore RNGs, the replay buffer and coverage statistics into a freshly loaded model; return the epoch."""
-    state = json.loads((ckpt / "state.json").read_text())
-    if (ckpt / "replay_buffer.pkl").is_file():
-        model.load_replay_buffer(ckpt / "replay_buffer.pkl")
-    with np.load(ckpt / "coverage.npz") as data:
+def verify_files(folder: Path) -> dict[str, Any]:
+    """The state of a run state folder after checking every file's sha256 against the one recorded at save."""
+    state = json.loads((folder / STATE).read_text())
+    for name, info in state["files"].items():
+        if _sha256(folder / name) != info["sha256"]:
+            raise ResumeError(f"{folder / name} changed after it was written (its sha256 differs from {STATE}); a "
+                              "run folder is trusted input and this file is a pickle, so it is not loaded. Restore "
+                              "the file, or start a new run")
+    return state
+
+
+# --- loading ----------------------------------------------------------------------------------------------------
+
+
+def load_run_state(folder: Path, model, tracker: CoverageTracker) -> dict[str, Any]:
+    """Restore RNGs, the replay buffer and coverage statistics into a freshly loaded model; return the state.
+
+    The environments' RNGs are put back as they were *before* the reset that began the next epoch, and the
+    pending reset runs again (SB3's load would otherwise re-seed the environments and replay epoch 0's skills):
+    the resumed run draws the same skills and initial states as the run that was not interrupted.
+    """
+    state = json.loads((folder / STATE).read_text())
+    if (folder / "replay_buffer.pkl").is_file():
+        model.load_replay_buffer(folder / "replay_buffer.pkl")
+    with np.load(folder / "coverage.npz") as data:
         tracker.load_state(dict(data))
     random.setstate(_tuplify(json.loads(base64.b64decode(state["python_rng"]))))
     kind, key, pos, has_gauss, gauss = state["numpy_rng"]
     np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, gauss))
     th.set_rng_state(th.from_numpy(np.frombuffer(base64.b64decode(state["torch_rng"]), dtype=np.uint8).copy()))
-    _set_env_rngs(model.get_env(), state["env_rngs"])
+    venv = model.get_env()
+    _set_env_rngs(venv, state["env_rngs"])
+    venv._reset_seeds()  # drop the seeds SB3's load queued for the next reset
     model.action_space.np_random.bit_generator.state = state["action_space_rng"]
-    return int(state["epoch"])
+    model._last_obs = None  # so that learn() runs the pending reset
+    if model.collector is not None and state.get("collector") is not None:
+        model.collector.resume_from({**state["collector"], "weights": load_file(folder / COLLECTOR_ACTOR)})
+    return state
+
+
+def _env_rngs(venv: VecEnv) -> list[dict[str, Any]]:
+    """Each environment's RNG state before its last reset (the vec env records it; see NoCopyDummyVecEnv)."""
+    return [rng for rng in venv.pre_reset_rngs]  # type: ignore[attr-defined]
+
+
+def _set_env_rngs(venv: VecEnv, states: list[dict[str, Any]]) -> None:
+    for env, state in zip(venv.envs, states):  # type: ignore[attr-defined]
+        env.unwrapped.np_random.bit_generator.state = state
 
 
 def _numpy_rng_state() -> list[Any]:

@@ -11,8 +11,9 @@ Run folder layout::
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,19 @@ import gymnasium as gym
 import torch as th
 import yaml
 from stable_baselines3.common.callbacks import CallbackList
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import VecEnv
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
-from pretrain.algorithms.metra import METRA
+from pretrain.algorithms.common.backbones import AUTO_HALF, BACKBONES, SkillDiscoveryMixin
+from pretrain.algorithms.common.skill_learner import SkillLearner
+from pretrain.algorithms.metra import METRALearner
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.run.callbacks import EpochCallback, TrainingCoverage
+from pretrain.run.collector import OverlappedCollector
 from pretrain.run.config import ConfigError, PretrainConfig, build_config
 from pretrain.run.env_wrappers import NormalizeObservationPreset, SkillConditioned
-from pretrain.run.run_state import load_run_state, run_state_dir, save_run_state
+from pretrain.run.run_state import load_run_state, run_state_dir, save_run_state, verify_files
+from pretrain.run.signals import StopOnSignal
 from pretrain.run.vec_env import NoCopyDummyVecEnv
 
 
@@ -45,13 +50,20 @@ def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
 
     try:
         probe = make()
+        _, info = probe.reset(seed=0)
     except (TypeError, ValueError) as error:
         raise ConfigError(f"cannot build {config.env_id!r} with this config: {error}") from None
     probe.close()
+    if not isinstance(probe.action_space, gym.spaces.Box):
+        raise ConfigError(f"{config.env_id!r} has {probe.action_space} actions; the skill policies here need "
+                          "continuous (Box) actions")
+    if "coordinates" not in info:
+        raise ConfigError(f"{config.env_id!r} does not put the agent's position in info['coordinates'], which the "
+                          "coverage metrics need; use a metra/ environment or add it with a wrapper")
     return make
 
 
-def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> DummyVecEnv:
+def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> VecEnv:
     """``n_envs`` skill-conditioned copies in one process (subprocesses are slower on 2 cores)."""
     def conditioned() -> gym.Env:
         return SkillConditioned(make(), config.skill_dim, config.discrete_skills)
@@ -61,44 +73,70 @@ def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> DummyVe
 
 def policy_kwargs(config: PretrainConfig) -> dict[str, Any]:
     """Network shape and optimiser of a config. Fused Adam: about 12 % faster per step at width 256 on CPU."""
-    return {"net_arch": config.hidden, "optimizer_kwargs": {"fused": True}}
+    optimizer_kwargs: dict[str, Any] = {"fused": True}
+    if config.backbone == "crossq":  # CrossQ's Adam (its paper and sb3-contrib): beta1 = 0.5, one width for both
+        return {"net_arch": {"pi": config.hidden, "qf": config.hidden},
+                "optimizer_kwargs": {**optimizer_kwargs, "betas": (0.5, 0.999)}}
+    return {"net_arch": config.hidden, "optimizer_kwargs": optimizer_kwargs}
 
 
-def build_model(config: PretrainConfig, venv: DummyVecEnv, run_dir: Path) -> METRA:
-    return METRA(
+def algorithm_class(config: PretrainConfig) -> type[SkillDiscoveryMixin]:
+    """The SB3 class of a config's backbone (the algorithm itself is its skill learner)."""
+    return BACKBONES[config.backbone]
+
+
+def skill_learner(config: PretrainConfig) -> tuple[type[SkillLearner], dict[str, Any]]:
+    """The skill learner of a config's algorithm and its hyperparameters."""
+    return METRALearner, {"phi_net_arch": config.hidden, "phi_learning_rate": config.learning_rate,
+                          "dual_learning_rate": config.dual_learning_rate, "dual_slack": config.dual_slack,
+                          "dual_lam_init": config.dual_lam_init, "optimizer_kwargs": {"fused": True}}
+
+
+def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillDiscoveryMixin:
+    """A new model of the config's algorithm on its backbone, logging to ``run_dir/tb``."""
+    learner_class, learner_kwargs = skill_learner(config)
+    backbone_kwargs: dict[str, Any] = {} if config.backbone == "crossq" else {"tau": config.tau}  # CrossQ: no targets
+    return algorithm_class(config)(
         "MlpPolicy",
         venv,
         skill_dim=config.skill_dim,
         discrete_skills=config.discrete_skills,
-        phi_net_arch=config.hidden,
-        phi_learning_rate=config.learning_rate,
-        dual_learning_rate=config.dual_learning_rate,
+        skill_learner_class=learner_class,
+        skill_learner_kwargs=learner_kwargs,
+        timeout_done=config.timeout_done,
+        random_warmup=config.random_warmup,
         alpha_learning_rate=config.alpha_learning_rate,
         init=config.init,
-        random_warmup=config.random_warmup,
-        dual_slack=config.dual_slack,
-        dual_lam_init=config.dual_lam_init,
-        timeout_done=config.timeout_done,
         learning_rate=config.learning_rate,
         buffer_size=config.buffer_size,
         learning_starts=config.learning_starts,
         batch_size=config.batch_size,
-        tau=config.tau,
         gamma=config.gamma,
         train_freq=(config.episode_steps, "step"),
         gradient_steps=config.gradient_steps,
         ent_coef=f"auto_{config.alpha_init}" if config.learn_alpha else config.alpha_init,
-        target_entropy=config.target_entropy,
+        target_entropy=AUTO_HALF if config.target_entropy is None else config.target_entropy,
         policy_kwargs=policy_kwargs(config),
         tensorboard_log=str(run_dir / "tb"),
         seed=config.seed,
         device=config.device,
+        **backbone_kwargs,
     )
 
 
 def save_config(config: PretrainConfig, run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+
+
+@dataclass
+class TrainResult:
+    """How a call of :func:`train` ended: the evaluation history, the last epoch saved or reached, and the name of
+    the signal that stopped it early (None when it reached ``epochs``)."""
+
+    history: list[dict[str, float]]
+    epoch: int
+    stopped_by: str | None = None
 
 
 # Keys a resumed run may change; every other key is baked into the saved model, buffer or environments.
@@ -119,51 +157,87 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> P
     return build_config({**saved, **(overrides or {})})
 
 
-def set_learning_rate(model: METRA, learning_rate: float) -> None:
-    """Apply a (resumed) run's learning rate to the networks' optimisers: SAC's through its schedule, and phi's."""
-    model.learning_rate = model.phi_learning_rate = learning_rate
+def set_learning_rate(model: SkillDiscoveryMixin, learning_rate: float) -> None:
+    """Apply a (resumed) run's learning rate to the networks' optimisers: the backbone's through its schedule,
+    the learner's through its own rule (METRA: phi follows, lambda keeps its rate)."""
+    model.learning_rate = learning_rate
     model._setup_lr_schedule()
-    for optimizer in (model.phi_optimizer,):
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate
+    model.skill_learner.set_learning_rate(learning_rate)
+
+
+def attach_collector(model: SkillDiscoveryMixin, config: PretrainConfig) -> None:
+    """Give the model an overlapped collector when the config asks for one (sequential: SB3's own loop)."""
+    if config.collector == "overlapped":
+        model.collector = OverlappedCollector(config, model.actor, config.collector_workers)
+
+
+def resolve_device(config: PretrainConfig) -> str:
+    """The torch device of a config, refusing one that does not exist here instead of silently using the CPU."""
+    device = config.device
+    try:
+        resolved = th.device(device if device != "auto" else ("cuda" if th.cuda.is_available() else "cpu"))
+    except RuntimeError:
+        raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, got {device!r}") from None
+    if resolved.type == "cuda" and not th.cuda.is_available():
+        raise ConfigError(f"device={device!r} but this machine has no CUDA GPU; use device=cpu")
+    if resolved.type == "cuda" and (resolved.index or 0) >= th.cuda.device_count():
+        raise ConfigError(f"device={device!r} but this machine has {th.cuda.device_count()} CUDA device(s)")
+    if resolved.type not in ("cpu", "cuda"):
+        raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, got {device!r}")
+    return str(resolved)
 
 
 def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, progress_bar: bool = False,
-          verbose: int = 1) -> list[dict[str, float]]:
-    """Train (or continue) a run until ``config.epochs``; return its evaluation history."""
+          verbose: int = 1) -> TrainResult:
+    """Train (or continue) a run until ``config.epochs``, or until SIGINT / SIGTERM asks it to stop after the
+    current epoch (then the run state is saved first). Returns the evaluation history and how it ended."""
     run_dir = Path(run_dir)
+    device = resolve_device(config)
     th.set_num_threads(config.torch_threads)
     make = env_factory(config)
     probe = make()
     tracker = CoverageTracker(n_coordinates=len(probe.reset(seed=0)[1]["coordinates"]))
     probe.close()
-    venv = training_env(config, make)
     start_epoch, start_wall_clock = 0, 0.0
     if resume:
-        ckpt = run_state_dir(run_dir)
-        model = METRA.load(ckpt / "model.zip", env=venv, device=config.device)
-        start_epoch = load_run_state(ckpt, model, tracker)
+        folder = run_state_dir(run_dir)
+        verify_files(folder)  # before any pickle in it is loaded
+    elif (run_dir / "run_state").exists():
+        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not os.access(run_dir, os.W_OK):
+        raise ConfigError(f"cannot write to the run folder {run_dir}; choose a writable --run-dir")
+    venv = training_env(config, make)
+    if resume:
+        model = algorithm_class(config).load(folder / "model.zip", env=venv, device=device)
+        attach_collector(model, config)
+        state = load_run_state(folder, model, tracker)
+        start_epoch, start_wall_clock = int(state["epoch"]), float(state.get("wall_clock_s", 0.0))
         set_learning_rate(model, config.learning_rate)
-        start_wall_clock = json.loads((ckpt / "state.json").read_text()).get("wall_clock_s", 0.0)
     else:
-        if (run_dir / "run_state").exists():
-            raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
         model = build_model(config, venv, run_dir)
+        attach_collector(model, config)
     save_config(config, run_dir)
 
     rollouts = SkillRollouts(make, config.eval_skills, config.episode_steps)
 
     def save(epoch: int) -> None:  # called by the callback below, so `epochs` exists by then
         save_run_state(run_dir, model, tracker, epoch, config.save_replay_buffer,
-                        extra={"wall_clock_s": epochs.wall_clock()})
+                       extra={"wall_clock_s": epochs.wall_clock()})
 
     epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
                            config.save_every, save=save, start_epoch=start_epoch,
                            start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose)
     remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
-    if remaining > 0:
-        model.learn(remaining, callback=CallbackList([TrainingCoverage(tracker), epochs]), tb_log_name="metra",
-                    reset_num_timesteps=not resume, progress_bar=progress_bar)
-    rollouts.close()
-    venv.close()
-    return epochs.history
+    try:
+        with StopOnSignal() as stop:
+            epochs.stop_requested = stop.requested
+            if remaining > 0:
+                model.learn(remaining, callback=CallbackList([TrainingCoverage(tracker), epochs]),
+                            tb_log_name="metra", reset_num_timesteps=not resume, progress_bar=progress_bar)
+    finally:
+        if model.collector is not None:
+            model.collector.close()
+        rollouts.close()
+        venv.close()
+    return TrainResult(epochs.history, epochs.last_epoch, stop.signal_name)

@@ -1,4 +1,5 @@
-"""The vectorised training environment: SB3's DummyVecEnv without the deep copy of every step's infos."""
+"""The vectorised training environment: SB3's DummyVecEnv without the deep copy of every step's infos, recording
+each environment's RNG state before its resets (what an exact resume needs)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,21 @@ class NoCopyDummyVecEnv(DummyVecEnv):
     SB3 deep-copies the list of infos on every vec-step to protect against envs that reuse one dict. Our envs
     (Gymnasium's MuJoCo envs under our wrappers) build a fresh dict at every step, so the copy only costs time:
     on Ant it was 12 % of the vec-env's time under cProfile (``benchmarks/results/speed_profile.md``).
+
+    ``pre_reset_rngs[i]`` is the RNG state of environment ``i`` just before its latest reset: restoring it and
+    resetting again reproduces the same initial state and skill (see :mod:`pretrain.run.run_state`).
     """
+
+    def __init__(self, env_fns) -> None:
+        super().__init__(env_fns)
+        self.pre_reset_rngs: list[dict] = [self._rng_state(i) for i in range(self.num_envs)]
+
+    def _rng_state(self, i: int) -> dict:
+        return self.envs[i].unwrapped.np_random.bit_generator.state
+
+    def reset(self):
+        self.pre_reset_rngs = [self._rng_state(i) for i in range(self.num_envs)]
+        return super().reset()
 
     def step_wait(self) -> VecEnvStepReturn:
         for i, env in enumerate(self.envs):
@@ -24,6 +39,7 @@ class NoCopyDummyVecEnv(DummyVecEnv):
             info["TimeLimit.truncated"] = truncated and not terminated
             if self.buf_dones[i]:
                 info["terminal_observation"] = obs
+                self.pre_reset_rngs[i] = self._rng_state(i)
                 obs, self.reset_infos[i] = env.reset()
             self.buf_infos[i] = info
             self._save_obs(i, obs)

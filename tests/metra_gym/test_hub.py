@@ -1,9 +1,11 @@
 """The real Hub download code, offline: a loopback fake Hub (HF_ENDPOINT) and a pre-populated cache."""
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -83,8 +85,49 @@ def test_unreachable_hub_without_cache_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    start = time.monotonic()
     with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub and no cached copy"):
         resolve_checkpoint("metra/ant-skills")
+    # One refused connection is enough: not huggingface_hub's 5 retries with 1-8 s waits (~24 s).
+    assert time.monotonic() - start < 8
+
+
+def test_unreachable_hub_with_a_cached_copy_uses_it(hub, monkeypatch):
+    sha = hub.add_checkpoint("metra/ant-skills", BUNDLED)
+    assert resolve_checkpoint("metra/ant-skills").name == sha
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}")
+    start = time.monotonic()
+    assert resolve_checkpoint("metra/ant-skills").name == sha
+    assert time.monotonic() - start < 8
+
+
+@pytest.mark.parametrize(("reference", "message"), [
+    ("hf://../..", "'hf://../..' is not a valid Hub repo id"),
+    ("hf://org/..", "is not a valid Hub repo id"),
+    ("hf://org--x/name", "is not a valid Hub repo id"),
+    ("hf://org/name/extra", "is not a valid Hub repo id"),
+    ("hf://-org/name", "is not a valid Hub repo id"),
+    ("hf://", "is not a valid Hub repo id"),
+    ("hf://org/name@", "'' is not a valid revision of Hub repo 'org/name'"),
+    ("hf://org/name@a b", "'a b' is not a valid revision"),
+    ("hf://org/name@../main", "is not a valid revision"),
+])
+def test_malformed_hub_references_are_clear_errors(reference, message):
+    with pytest.raises(CheckpointError, match=message):
+        resolve_checkpoint(reference)
+
+
+def test_hub_policy_pickles_pinned_to_its_commit(hub, monkeypatch):
+    sha = hub.add_checkpoint("metra/ant-skills", BUNDLED)
+    policy = SkillPolicy.from_pretrained("metra/ant-skills")
+    assert policy.reference == f"hf://metra/ant-skills@{sha}"
+    data = pickle.dumps(policy)
+    hub.add_checkpoint("metra/ant-skills", resolve_checkpoint("half_cheetah"), sha="f" * 40)  # main moves on
+    clone = pickle.loads(data)
+    assert clone.reference == policy.reference and clone.source == "metra/ant-skills" and clone.obs_dim == 29
+    assert SkillPolicy.from_pretrained("metra/ant-skills").obs_dim == 18  # while main is the new one
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # the pinned commit also comes from the cache offline
+    assert pickle.loads(data).obs_dim == 29
 
 
 def test_prepopulated_cache_with_hf_hub_offline_in_a_fresh_process(tmp_path):

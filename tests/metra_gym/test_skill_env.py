@@ -103,3 +103,62 @@ def test_render_passes_through():
     env.reset(seed=0)
     frame = env.render()
     assert frame.shape == (24, 32, 3) and frame.dtype == np.uint8
+
+
+@pytest.mark.parametrize(("action", "error", "message"), [
+    (3.7, TypeError, r"must be an integer index in \[0, 16\) \(int or numpy integer\), got 3.7 of type float"),
+    ("3", TypeError, "got '3' of type str"),
+    (True, TypeError, "got True of type bool"),
+    (np.array(3.0), TypeError, "of type ndarray"),
+    (np.array([3]), TypeError, "of type ndarray"),
+    (2**70, ValueError, r"integer in \[0, 16\), got 1180591620717411303424"),
+    (-1, ValueError, r"integer in \[0, 16\), got -1"),
+])
+def test_discrete_skill_actions_must_be_integers_in_range(action, error, message):
+    env = gym.make("metra/HalfCheetahSkills-v0", skill_steps=1, disable_env_checker=True)
+    env.reset(seed=0)
+    with pytest.raises(error, match=message):
+        env.step(action)
+    # Python and numpy integers, and 0-d integer arrays, are indices.
+    for index in (3, np.int8(3), np.uint64(3), np.array(3)):
+        assert np.argmax(env.step(index)[4]["skill"]) == 3
+
+
+def test_huge_continuous_actions_are_normalised_not_reported_as_non_finite():
+    env = gym.make("metra/AntSkills-v0", skill_steps=1, disable_env_checker=True)
+    env.reset(seed=0)
+    np.testing.assert_allclose(env.step([1e300, 1e300])[4]["skill"], [0.5**0.5] * 2, rtol=1e-6)
+    np.testing.assert_allclose(env.step(np.array([3e38, -3e38], dtype=np.float32))[4]["skill"], [0.5**0.5, -0.5**0.5],
+                               rtol=1e-6)
+    with pytest.raises(TypeError, match="a skill action must be an array of real numbers"):
+        env.step([True, False])
+    with pytest.raises(TypeError, match="a skill action must be an array of real numbers"):
+        env.step(["1", "0"])
+
+
+@pytest.mark.parametrize("skill_steps", [True, 2.0, "25"])
+def test_skill_steps_must_be_a_count(skill_steps):
+    with pytest.raises(ValueError, match=f"skill_steps must be an integer >= 1, got {skill_steps!r}"):
+        gym.make("metra/AntSkills-v0", skill_steps=skill_steps)
+
+
+def test_compatibility_messages_say_what_differs():
+    with pytest.raises(ValueError, match="policy_obs_dim=20, but checkpoint 'ant' was trained on metra/Ant-v0 with "
+                                         "29-d observations; pass policy_obs_dim=29 or leave it unset"):
+        SkillEnv("metra/Ant-v0", checkpoint="ant", policy_obs_dim=20)
+    with pytest.raises(CheckpointError, match="trained on metra/HalfCheetah-v0 with 18-d observations, but this "
+                                              r"environment's pretraining observations \(pretraining_obs_dim\) are 29-d"):
+        gym.make("metra/AntMultiGoalsSkills-v0", checkpoint="half_cheetah")
+    with pytest.raises(CheckpointError, match="with 29-d observations, but this environment's are 18-d"):
+        SkillEnv("metra/HalfCheetah-v0", checkpoint="ant", policy_obs_dim=29)
+
+
+def test_render_fps_is_per_skill_step():
+    inner_fps = gym.make("metra/Ant-v0").metadata["render_fps"]
+    assert gym.make("metra/AntSkills-v0").metadata["render_fps"] == pytest.approx(inner_fps / 25)
+    env = gym.make("metra/HalfCheetahSkills-v0", skill_steps=5, render_mode="rgb_array",
+                   env_kwargs={"width": 16, "height": 12})
+    assert env.metadata["render_fps"] == pytest.approx(gym.make("metra/HalfCheetah-v0").metadata["render_fps"] / 5)
+    env.reset(seed=0)
+    env.step(1)
+    assert env.render().shape == (12, 16, 3)

@@ -107,3 +107,64 @@ def test_importing_metra_gym_imports_no_torch_mujoco_or_pretrain():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_goal_skill_needs_a_goal_with_another_phi(ant):
+    obs = np.zeros((2, 29), dtype=np.float32)
+    goal = obs.copy()
+    goal[0, 0] = 5.0
+    with pytest.raises(ValueError, match=r"phi\(goal_obs\) equals phi\(obs\) \(row\(s\) \[1\]\)"):
+        ant.goal_skill(obs, goal)
+    with pytest.raises(ValueError, match=r"phi\(goal_obs\) equals phi\(obs\)"):
+        ant.goal_skill(obs[0], obs[0])
+
+
+@pytest.mark.parametrize(("z", "message"), [
+    ([0.0, 0.0], r"skills are unit vectors; normalise z: row\(s\) \[0\] are zero"),
+    ([3.0, 4.0], r"skills are unit vectors; normalise z \(z / \|\|z\|\|\): row\(s\) \[0\] have norm \[5.0\]"),
+    ([[1.0, 0.0], [0.99, 0.0]], r"row\(s\) \[1\] have norm \[0.99\]"),
+])
+def test_act_takes_unit_continuous_skills(ant, z, message):
+    obs = np.zeros((2, 29), dtype=np.float32)
+    with pytest.raises(ValueError, match=message):
+        ant.act(obs, z)
+    ant.act(obs, [1.0005, 0.0])  # within the 1e-3 tolerance
+
+
+def test_act_takes_one_hot_discrete_skills():
+    cheetah = SkillPolicy.from_pretrained("half_cheetah")
+    obs = np.zeros(18, dtype=np.float32)
+    for z in (np.full(16, 1 / 16), np.zeros(16), 2 * np.eye(16)[3], np.eye(16)[3] - np.eye(16)[4]):
+        with pytest.raises(ValueError, match=r"discrete skills are one-hot vectors of length 16 \(np.eye\(16\)"):
+            cheetah.act(obs, z)
+    assert cheetah.act(obs, np.eye(16)[3]).shape == (6,)
+    # For discrete skills the argmax is defined even without a direction: skill 0.
+    np.testing.assert_array_equal(cheetah.goal_skill(obs, obs), np.eye(16)[0])
+
+
+def test_make_env_builds_only_metra_ids_unless_allowed(ant, monkeypatch):
+    assert ant.make_env(max_episode_steps=5).spec.id == "metra/Ant-v0"
+    monkeypatch.setitem(ant.config, "env_id", "tests.metra_gym.not_a_module:Evil-v0")
+    with pytest.raises(CheckpointError, match="names env id 'tests.metra_gym.not_a_module:Evil-v0'; gym.make would "
+                                              "import the Python module 'tests.metra_gym.not_a_module'. If you trust "
+                                              "this checkpoint, pass allowed_env_ids="):
+        ant.make_env()
+    assert "tests.metra_gym.not_a_module" not in sys.modules
+    monkeypatch.setitem(ant.config, "env_id", "CartPole-v1")
+    with pytest.raises(CheckpointError, match="'CartPole-v1'; gym.make would build an environment metra_gym did not "
+                                              r"register. If you trust this checkpoint, pass allowed_env_ids=\['CartPole-v1'\]"):
+        ant.make_env()
+    with pytest.raises(TypeError, match="allowed_env_ids must be a list of env id strings"):
+        ant.make_env(allowed_env_ids="CartPole-v1")
+    assert ant.make_env(allowed_env_ids=["CartPole-v1"]).spec.id == "CartPole-v1"
+    monkeypatch.setitem(ant.config, "env_id", "gymnasium.envs.classic_control:CartPole-v1")
+    with pytest.raises(CheckpointError, match="import the Python module 'gymnasium.envs.classic_control'"):
+        ant.make_env(allowed_env_ids=["CartPole-v1"])  # a module:id id only when listed as such
+    assert ant.make_env(allowed_env_ids=["gymnasium.envs.classic_control:CartPole-v1"]).spec.id == "CartPole-v1"
+
+
+def test_non_finite_observations_are_refused(ant):
+    with pytest.raises(ValueError, match="observations must be finite float32 numbers"):
+        ant.act(np.full(29, np.nan), [1.0, 0.0])
+    with pytest.raises(ValueError, match="observations must be finite float32 numbers"):
+        ant.phi(np.full(29, 1e300))

@@ -9,7 +9,7 @@ import pytest
 import torch as th
 from stable_baselines3 import SAC
 
-from pretrain.algorithms.metra import NonFiniteLossError
+from pretrain.algorithms.common.backbones import NonFiniteLossError
 from pretrain.cli import main
 from tests.pretrain.helpers import tiny_model
 
@@ -29,6 +29,22 @@ def _run(args, capsys):
     (["--set", "epochs"], "must look like key=value"),
     (["--set", "n_envs=two"], "'n_envs' must be int"),
     (["--config", "cheetah"], "unknown config 'cheetah'"),
+    (["--set", "learning_rate=-1"], "learning_rate must be a finite number in (0, inf), got -1.0"),
+    (["--set", "learning_rate=nan"], "learning_rate must be a finite number in (0, inf), got nan"),
+    (["--set", "gamma=2"], "gamma must be a finite number in (0, 1], got 2.0"),
+    (["--set", "tau=-0.5"], "tau must be a finite number in (0, 1], got -0.5"),
+    (["--set", "dual_slack=-1"], "dual_slack must be a finite number in [0, inf), got -1.0"),
+    (["--set", "alpha_init=0"], "alpha_init must be a finite number in (0, inf), got 0.0"),
+    (["--set", "learning_starts=-5"], "learning_starts must be >= 0, got -5"),
+    (["--set", "buffer_size=1"], "buffer_size must hold at least one epoch (400 transitions)"),
+    (["--set", "n_envs=100000"], "n_envs must be <= 256"),
+    (["--set", "device=banana"], "device must be cpu, cuda, cuda:N or auto, got 'banana'"),
+    (["--set", "device=cuda"], "this machine has no CUDA GPU; use device=cpu"),
+    (["--set", "backbone=ppo"], "backbone must be one of sac, crossq, tqc, got 'ppo'"),
+    (["--set", "algo=vic"], "algo must be one of metra"),
+    (["--set", "discrete_skills=false_"], "'discrete_skills' must be bool"),
+    (["--set", "env_id=CartPole-v1", "--set", "normalizer=none"], "has Discrete(2) actions"),
+    (["--set", "env_id=Pendulum-v1", "--set", "normalizer=none"], "does not put the agent's position in info"),
 ])
 def test_bad_config_is_one_clear_error_and_writes_nothing(tmp_path, capsys, args, message):
     run = tmp_path / "run"
@@ -36,6 +52,24 @@ def test_bad_config_is_one_clear_error_and_writes_nothing(tmp_path, capsys, args
     assert code == 2
     assert message in err and err.count("error:") == 1
     assert not run.exists()
+
+
+def test_yaml_syntax_error_is_one_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("epochs: [1, 2\n")
+    code, err = _run(["--config", str(bad), "--run-dir", str(tmp_path / "run")], capsys)
+    assert code == 2 and "is not valid YAML" in err and err.count("error:") == 1 and "Traceback" not in err
+
+
+def test_resume_with_a_bad_value_leaves_the_run_state_alone(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", "--no-progress", "--config", "point_mass", "--run-dir", str(run), "--set", "epochs=1",
+                 "--set", "learning_starts=100", "--set", "net_width=16", "--set", "torch_threads=1"]) == 0
+    capsys.readouterr()
+    before = (run / "run_state" / "latest" / "state.json").read_text()
+    code, err = _run(["--resume", str(run), "--set", "learning_rate=-1"], capsys)
+    assert code == 2 and "learning_rate must be a finite number" in err
+    assert (run / "run_state" / "latest" / "state.json").read_text() == before
 
 
 def test_resume_rejects_a_sac_zip_a_plain_sac_run_and_an_empty_folder(tmp_path, capsys):
@@ -47,12 +81,13 @@ def test_resume_rejects_a_sac_zip_a_plain_sac_run_and_an_empty_folder(tmp_path, 
     fake_run = tmp_path / "sac_run" / "run_state" / "latest"
     fake_run.mkdir(parents=True)
     sac.save(fake_run / "model.zip")
-    (fake_run / "state.json").write_text("{}")
+    size = (fake_run / "model.zip").stat().st_size  # a complete run state holding a plain SAC model
+    (fake_run / "state.json").write_text(json.dumps({"epoch": 1, "files": {"model.zip": {"bytes": size}}}))
     code, err = _run(["--resume", str(tmp_path / "sac_run")], capsys)
-    assert code == 2 and "plain SAC model without METRA's phi" in err
+    assert code == 2 and "plain SB3 model without a skill learner" in err
 
     code, err = _run(["--resume", str(tmp_path)], capsys)
-    assert code == 2 and "has no checkpoint to resume" in err
+    assert code == 2 and "has no run state to resume" in err
 
 
 def test_new_run_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
@@ -64,9 +99,9 @@ def test_new_run_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
 def test_non_finite_loss_names_the_quantity(tmp_path):
     model, _ = tiny_model(tmp_path, learning_starts=100)
     with th.no_grad():
-        for p in model.phi.parameters():
+        for p in model.skill_learner.phi.parameters():
             p.fill_(float("nan"))
-    with pytest.raises(NonFiniteLossError, match="METRA's phi_loss became nan .* last checkpoint is kept"):
+    with pytest.raises(NonFiniteLossError, match="metra/phi_loss became nan at gradient step 1; training stopped. The last saved run state is kept"):
         model.learn(800)
 
 

@@ -20,7 +20,7 @@ def test_export_refuses_to_overwrite_and_rejects_a_folder_without_a_run(tmp_path
     assert "exists and is not empty; choose another OUT_DIR or pass --force" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "run"), str(out), "--force"]) == 0
     assert main(["export", str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
-    assert "has no checkpoint to resume" in capsys.readouterr().err
+    assert "has no run state to resume" in capsys.readouterr().err
     assert not (tmp_path / "other").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary folder left
 
@@ -36,7 +36,7 @@ def test_evaluate_writes_coverage_and_figures(tmp_path, capsys):
 
 
 def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path):
-    from pretrain.algorithms.metra import METRA
+    from pretrain.algorithms.common.backbones import SkillSAC
     from pretrain.export import export_run
     from pretrain.run.config import load_config
     from pretrain.run.trainer import train
@@ -45,13 +45,14 @@ def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path):
                                         "eval_every=3", "save_every=3"])
     train(config, tmp_path / "run", verbose=0)
     export_run(tmp_path / "run", tmp_path / "ckpt")
-    model = METRA.load(tmp_path / "run" / "run_state" / "latest" / "model.zip", device="cpu")
+    model = SkillSAC.load(tmp_path / "run" / "run_state" / "latest" / "model.zip", device="cpu")
     policy = SkillPolicy.from_pretrained(tmp_path / "ckpt")
     obs = np.random.default_rng(0).uniform(-5, 5, (16, 2)).astype(np.float32)
     z = np.random.default_rng(1).standard_normal((16, 2)).astype(np.float32)
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
     with th.no_grad():
         expected = model.actor(th.as_tensor(np.concatenate([obs, z], 1)), deterministic=True).numpy()
-        expected_phi = model.phi(th.as_tensor(obs)).numpy()
+        expected_phi = model.skill_learner.phi(th.as_tensor(obs)).numpy()
     np.testing.assert_allclose(policy.act(obs, z), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(policy.phi(obs), expected_phi, rtol=1e-5, atol=1e-6)
     assert policy.config["provenance"]["epochs"] == 3

@@ -1,6 +1,5 @@
-"""METRA on Stable-Baselines3 SAC, with its policies beside it (the sb3-contrib layout)."""
+"""METRA: its skill learner (phi and lambda) and the algorithm on SAC (the sb3-contrib layout)."""
 
-from pretrain.algorithms.metra.metra import METRA, NonFiniteLossError
-from pretrain.algorithms.metra.policies import METRAPolicy, MlpPolicy
+from pretrain.algorithms.metra.metra import METRA, METRALearner
 
-__all__ = ["METRA", "METRAPolicy", "MlpPolicy", "NonFiniteLossError"]
+__all__ = ["METRA", "METRALearner"]

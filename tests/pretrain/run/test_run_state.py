@@ -7,28 +7,34 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch as th
 
-from pretrain.algorithms.metra import METRA
+from pretrain.algorithms.common.backbones import SkillSAC
+from pretrain.cli import main
+from pretrain.run import run_state
+from pretrain.run.config import load_config
+from pretrain.run.trainer import read_run_config, train
 from tests.pretrain.helpers import tiny_model
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
+TINY = ["net_width=32", "n_envs=2", "learning_starts=200", "torch_threads=1", "eval_every=100", "eval_skills=4"]
 
 
 def test_save_load_round_trip_keeps_phi_lambda_actor_and_optimisers(tmp_path):
     model, _ = tiny_model(tmp_path, learning_starts=100)
     model.learn(600)  # a few real updates so the optimisers have state
     with th.no_grad():
-        model.log_dual_lam.fill_(1.2345)
+        model.skill_learner.log_dual_lam.fill_(1.2345)
     model.save(tmp_path / "m.zip")
-    loaded = METRA.load(tmp_path / "m.zip", device="cpu")
-    for a, b in zip(model.phi.state_dict().values(), loaded.phi.state_dict().values()):
+    loaded = SkillSAC.load(tmp_path / "m.zip", device="cpu")
+    for a, b in zip(model.skill_learner.phi.state_dict().values(), loaded.skill_learner.phi.state_dict().values()):
         th.testing.assert_close(a, b)
     for a, b in zip(model.actor.state_dict().values(), loaded.actor.state_dict().values()):
         th.testing.assert_close(a, b)
-    assert loaded.log_dual_lam.item() == model.log_dual_lam.item()
-    assert loaded.phi_optimizer.state_dict()["state"][0]["step"] == model.phi_optimizer.state_dict()["state"][0]["step"]
-    assert loaded.dual_optimizer.state_dict()["state"][0]["step"] > 0
+    assert loaded.skill_learner.log_dual_lam.item() == model.skill_learner.log_dual_lam.item()
+    assert loaded.skill_learner.phi_optimizer.state_dict()["state"][0]["step"] == model.skill_learner.phi_optimizer.state_dict()["state"][0]["step"]
+    assert loaded.skill_learner.dual_optimizer.state_dict()["state"][0]["step"] > 0
     assert (loaded.skill_dim, loaded.discrete_skills, loaded.obs_dim) == (2, False, 2)
 
 
@@ -54,7 +60,7 @@ def test_resume_continues_a_killed_run(tmp_path):
     proc.wait()
     killed_at = json.loads(state_file.read_text())["epoch"]
     assert 8 <= killed_at < 40
-    saved = METRA.load(run / "run_state" / "latest" / "model.zip", device="cpu")
+    saved = SkillSAC.load(run / "run_state" / "latest" / "model.zip", device="cpu")
 
     resumed = subprocess.run(_cli("--resume", str(run)), env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
@@ -64,6 +70,105 @@ def test_resume_continues_a_killed_run(tmp_path):
     final = json.loads(state_file.read_text())
     assert final["epoch"] == 40 and final["num_timesteps"] == 40 * 8 * 50
     # The resumed run went on from the saved phi and lambda rather than starting over.
-    finished = METRA.load(run / "run_state" / "latest" / "model.zip", device="cpu")
+    finished = SkillSAC.load(run / "run_state" / "latest" / "model.zip", device="cpu")
     assert finished._n_updates == saved._n_updates + (40 - killed_at) * 50
-    assert not np.allclose(finished.log_dual_lam.item(), np.log(30.0))
+    assert not np.allclose(finished.skill_learner.log_dual_lam.item(), np.log(30.0))
+    # ... and exactly as the run that was never killed (same seed, same settings).
+    reference = tmp_path / "reference"
+    done = subprocess.run(_cli("--config", "point_mass", "--run-dir", str(reference), *settings), env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    _assert_same_training(run, reference)
+
+
+def _assert_same_training(a: Path, b: Path) -> None:
+    """Equal replay buffers and equal weights of every network (and lambda) in two runs' latest run states."""
+    models = [SkillSAC.load(r / "run_state" / "latest" / "model.zip", device="cpu") for r in (a, b)]
+    for model, run in zip(models, (a, b)):
+        model.load_replay_buffer(run / "run_state" / "latest" / "replay_buffer.pkl")
+    (x, y) = models
+    assert x.num_timesteps == y.num_timesteps and x._n_updates == y._n_updates
+    np.testing.assert_array_equal(x.replay_buffer.observations, y.replay_buffer.observations)
+    np.testing.assert_array_equal(x.replay_buffer.actions, y.replay_buffer.actions)
+    for name in ("actor", "critic", "skill_learner"):
+        for (key, u), v in zip(getattr(x, name).state_dict().items(), getattr(y, name).state_dict().values()):
+            th.testing.assert_close(u, v, rtol=0, atol=0, msg=f"{name}.{key} differs")
+
+
+def test_resume_is_exact_skills_buffer_and_weights(tmp_path):
+    """Train 6 epochs at once, or 3 and then resume to 6: the same transitions and the same weights."""
+    straight = load_config("point_mass", [*TINY, "epochs=6", "save_every=3"])
+    train(straight, tmp_path / "straight", verbose=0)
+    train(load_config("point_mass", [*TINY, "epochs=3", "save_every=3"]), tmp_path / "split", verbose=0)
+    train(read_run_config(tmp_path / "split", {"epochs": 6}), tmp_path / "split", resume=True, verbose=0)
+    _assert_same_training(tmp_path / "straight", tmp_path / "split")
+
+
+def test_a_kill_between_the_renames_of_a_save_is_recovered(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    train(load_config("point_mass", [*TINY, "epochs=2", "save_every=2"]), run, verbose=0)
+    root = run / "run_state"
+    (root / ".tmp-killed-early").mkdir()  # a save killed before it wrote anything: removed by the next save
+
+    # Simulate a kill after `latest` became `previous` and before the new folder became `latest`: the second
+    # rename fails and the cleanup that a killed process would not run is skipped.
+    real_rename, real_rmtree = Path.rename, run_state.shutil.rmtree
+
+    def rename(self, target):
+        if Path(target).name == "latest" and self.name.startswith(".tmp-"):
+            raise KeyboardInterrupt  # the "kill"
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    monkeypatch.setattr(run_state.shutil, "rmtree",  # a killed process removes nothing complete
+                        lambda path, *a, **k: None if (Path(path) / "state.json").exists() else real_rmtree(path, *a, **k))
+    with pytest.raises(KeyboardInterrupt):
+        train(read_run_config(run, {"epochs": 4}), run, resume=True, verbose=0)
+    monkeypatch.setattr(Path, "rename", real_rename)
+    monkeypatch.setattr(run_state.shutil, "rmtree", real_rmtree)
+    assert not (root / "latest").exists() and (root / "previous").is_dir()
+    assert not (root / ".tmp-killed-early").exists()
+    assert len(list(root.glob(".tmp-*"))) == 1
+
+    folder = run_state.run_state_dir(run)  # recovers the newest complete state (epoch 4) as `latest`
+    assert json.loads((folder / "state.json").read_text())["epoch"] == 4
+    assert sorted(p.name for p in root.iterdir()) == ["latest"]
+    result = train(read_run_config(run, {"epochs": 6}), run, resume=True, verbose=0)
+    assert result.epoch == 6
+
+
+def test_a_run_state_file_changed_after_it_was_written_is_refused(tmp_path, capsys):
+    run = tmp_path / "run"
+    train(load_config("point_mass", [*TINY, "epochs=2", "save_every=2"]), run, verbose=0)
+    buffer = run / "run_state" / "latest" / "replay_buffer.pkl"
+    data = bytearray(buffer.read_bytes())
+    data[-10] ^= 0xFF  # same size, one byte changed
+    buffer.write_bytes(bytes(data))
+    assert main(["train", "--resume", str(run), "--set", "epochs=4", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "replay_buffer.pkl changed after it was written" in err and err.count("error:") == 1
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_sigint_save_then_stop_with_one_line(tmp_path, sig, code):
+    """The signal arrives before any periodic save: the run still saves its current epoch and can be resumed."""
+    run = tmp_path / "run"
+    settings = [f"--set={item}" for item in TINY if not item.startswith("eval_every")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(_cli("--config", "point_mass", "--run-dir", str(run), "--set", "epochs=1000",
+                                 "--set", "save_every=1000", "--set", "eval_every=1", *settings),
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    for line in proc.stdout:  # evaluation lines: "[epoch N] ..."
+        if line.startswith("[epoch 3]") or time.time() > deadline:
+            break
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    last = err.strip().splitlines()[-1]
+    assert "stopped after saving epoch" in last and f"--resume {run}" in last and "Traceback" not in err
+    saved = json.loads((run / "run_state" / "latest" / "state.json").read_text())["epoch"]
+    assert 3 <= saved < 1000
+    resumed = subprocess.run(_cli("--resume", str(run), "--set", f"epochs={saved + 1}"), env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr

@@ -1,4 +1,5 @@
-"""Policies of METRA: SB3's SAC policy with METRA's actor (tanh hidden layers, small output init)."""
+"""The skill policy of the official METRA code (shared by its baselines): SB3's SAC policy with tanh hidden layers
+and small output layers in the actor."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from stable_baselines3.sac.policies import Actor, SACPolicy
 from torch import nn
 
 
-class METRAPolicy(SACPolicy):
-    """SAC policy whose actor uses tanh hidden activations and xavier-normal x 0.1 output layers, as METRA's
-    policy does; the critics keep ``activation_fn`` (ReLU by default, also as in METRA).
+class SkillSACPolicy(SACPolicy):
+    """SAC policy whose actor uses tanh hidden activations and xavier-normal x 0.1 output layers, as the official
+    METRA policy does; the critics keep ``activation_fn`` (ReLU by default, also as there).
 
     Observations are the normalised environment observation with the skill appended.
     """
@@ -26,4 +27,4 @@ class METRAPolicy(SACPolicy):
         return actor
 
 
-MlpPolicy = METRAPolicy
+MlpPolicy = SkillSACPolicy

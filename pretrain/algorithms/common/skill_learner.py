@@ -1,0 +1,51 @@
+"""The skill-discovery half of an algorithm: its own networks, their update, and the intrinsic reward.
+
+Every algorithm of this package (METRA, LSD, DIAYN, DADS, CIC) is a :class:`SkillLearner` plus an off-policy RL
+backbone from :mod:`pretrain.algorithms.common.backbones`. On each minibatch the backbone first lets the learner
+take its gradient step, then relabels the minibatch with the learner's reward and takes its own RL step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch as th
+from torch import nn
+
+
+class SkillLearner(nn.Module):
+    """Base class: what a backbone needs from a skill-discovery algorithm.
+
+    Subclasses build their networks and optimisers in ``__init__``, name the optimisers in ``optimizer_names``
+    (so that they are saved and resumed with the model) and implement :meth:`update` and :meth:`reward`.
+    Returned statistics are logged under their keys as given (e.g. ``"metra/lambda"``): adding a logged quantity
+    touches only the line that computes it.
+
+    :param obs_dim: size of the (normalised) observation, without the skill.
+    :param skill_dim: size of the skill z.
+    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param optimizer_kwargs: extra keyword arguments of every Adam optimiser (e.g. ``{"fused": True}``).
+    """
+
+    optimizer_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool,
+                 optimizer_kwargs: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.obs_dim, self.skill_dim, self.discrete_skills = obs_dim, skill_dim, discrete_skills
+        self.optimizer_kwargs = dict(optimizer_kwargs or {})
+
+    def reward_skill(self, z: th.Tensor) -> th.Tensor:
+        """The z of an inner-product reward: as is for continuous skills, zero-centred and scaled by D/(D-1) for
+        one-hots (so that a one-hot's reward direction has unit length, as in the official METRA code)."""
+        if not self.discrete_skills:
+            return z
+        return (z - z.mean(dim=1, keepdim=True)) * (self.skill_dim / (self.skill_dim - 1))
+
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+        """One gradient step of the learner's own networks on a minibatch; returns scalars to log."""
+        raise NotImplementedError
+
+    def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """The intrinsic reward of each transition with the current networks, shape (batch, 1), no gradient."""
+        raise NotImplementedError

@@ -1,0 +1,137 @@
+"""Broken, mistyped or tampered checkpoints are refused with one CheckpointError naming the key or file."""
+
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from metra_gym.skill_checkpoint.format import FORMAT_VERSION, CheckpointError, read_config, read_weights
+from metra_gym.skill_checkpoint.hub import resolve_checkpoint
+from metra_gym.skill_policy import SkillPolicy
+
+ANT = resolve_checkpoint("ant")
+
+
+def _copy(tmp_path, edit_config=None, edit_weights=None, rehash=True):
+    folder = tmp_path / "ckpt"
+    shutil.copytree(ANT, folder)
+    config = json.loads((folder / "config.json").read_text())
+    if edit_weights is not None:
+        tensors = load_file(folder / "model.safetensors")
+        edit_weights(tensors)
+        save_file(tensors, folder / "model.safetensors")
+        if rehash:
+            config["weights_sha256"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    if edit_config is not None:
+        edit_config(config)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _set(key, value):
+    def edit(config):
+        if "." in key:
+            outer, inner = key.split(".")
+            config[outer][inner] = value
+        else:
+            config[key] = value
+    return edit
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("discrete_skills", "false", "'discrete_skills' must be true or false"),
+    ("obs_dim", 29.7, "'obs_dim' must be a positive integer, got 29.7"),
+    ("obs_dim", True, "'obs_dim' must be a positive integer, got True"),
+    ("action_dim", "8", "'action_dim' must be a positive integer"),
+    ("skill_dim", 0, "'skill_dim' must be a positive integer"),
+    ("format_version", "1", "'format_version' must be a positive integer"),
+    ("env_id", 5, "'env_id' must be a non-empty string"),
+    ("env_kwargs", [], "'env_kwargs' must be a JSON object"),
+    ("action_low", [-1.0] * 7, "'action_low' must be a list of 8 finite numbers"),
+    ("action_high", [-2.0] * 8, "'action_high' must be at least action_low"),
+    ("actor_hidden", [256, "256"], "'actor_hidden' must be a non-empty list of positive integers"),
+    ("phi_hidden", [], "'phi_hidden' must be a non-empty list of positive integers"),
+    ("normalizer", None, "'normalizer' must be a JSON object"),
+    ("normalizer.std", [1.0] * 28 + [0.0], "'normalizer.std' must be positive in every entry"),
+    ("normalizer.std", [1.0] * 28 + [-1.0], "'normalizer.std' must be positive in every entry"),
+    ("normalizer.std", [1.0] * 28 + [float("inf")], "'normalizer.std' must be a non-empty list of finite numbers"),
+    ("normalizer.mean", [float("nan")] * 29, "'normalizer.mean' must be a non-empty list of finite numbers"),
+    ("normalizer.std", [1.0] * 28, r"'normalizer.std' must be as long as normalizer.mean \(29 entries\)"),
+    ("provenance", "x", "'provenance' must be a JSON object"),
+    ("weights_sha256", "abc", "'weights_sha256' must be the sha256 hex digest"),
+])
+def test_every_config_field_is_type_and_value_checked(tmp_path, key, value, message):
+    folder = _copy(tmp_path, edit_config=_set(key, value))
+    with pytest.raises(CheckpointError, match=message):
+        read_config(folder)
+
+
+def test_newer_format_and_non_object_config(tmp_path):
+    folder = _copy(tmp_path, edit_config=_set("format_version", FORMAT_VERSION + 1))
+    with pytest.raises(CheckpointError, match=f"format version {FORMAT_VERSION + 1}, newer .* upgrade metra-gym"):
+        SkillPolicy.from_pretrained(folder)
+    (folder / "config.json").write_text("[1, 2]")
+    with pytest.raises(CheckpointError, match="must hold a JSON object, got list"):
+        SkillPolicy.from_pretrained(folder)
+
+
+def test_normaliser_of_the_wrong_length_for_the_weights(tmp_path):
+    def shorten(config):
+        config["normalizer"]["mean"] = config["normalizer"]["mean"][:28]
+        config["normalizer"]["std"] = config["normalizer"]["std"][:28]
+
+    with pytest.raises(CheckpointError, match="normalizer mean in .* has 28 entries, but obs_dim is 29"):
+        SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=shorten))
+
+
+def _poison(tensors):
+    tensors["actor.mu.weight"][0, 0] = float("nan")
+    tensors["phi.net.0.bias"][1] = float("inf")
+
+
+def test_non_finite_weights_are_refused(tmp_path):
+    with pytest.raises(CheckpointError, match="tensor 'actor.mu.weight' holds 1 NaN or infinite values"):
+        SkillPolicy.from_pretrained(_copy(tmp_path, edit_weights=_poison))
+
+
+def test_integer_weights_are_refused(tmp_path):
+    def to_int(tensors):
+        tensors["actor.mu.bias"] = tensors["actor.mu.bias"].to(torch.int64)
+
+    with pytest.raises(CheckpointError, match="tensor 'actor.mu.bias' has dtype torch.int64, but skill checkpoints "
+                                              "hold float32"):
+        SkillPolicy.from_pretrained(_copy(tmp_path, edit_weights=to_int))
+
+
+def test_weights_that_do_not_match_the_recorded_sha256_are_refused(tmp_path):
+    def nudge(tensors):
+        tensors["actor.mu.weight"][0, 0] += 1e-3
+
+    folder = _copy(tmp_path, edit_weights=nudge, rehash=False)
+    with pytest.raises(CheckpointError, match="model.safetensors does not match the sha256 recorded in config.json "
+                                              r"\(.*\).*re-download or re-export"):
+        SkillPolicy.from_pretrained(folder)
+    with pytest.raises(CheckpointError, match="does not match the sha256"):
+        read_weights(folder)  # without a config argument it reads the folder's config.json
+
+
+def test_bundled_checkpoints_are_format_2_with_their_hash():
+    for name in ("ant", "half_cheetah"):
+        folder = resolve_checkpoint(name)
+        config = read_config(folder)
+        assert config["format_version"] == 2 == FORMAT_VERSION
+        assert config["weights_sha256"] == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+
+
+def test_format_1_checkpoint_without_a_hash_still_loads(tmp_path):
+    def version_1(config):
+        config["format_version"] = 1
+        del config["weights_sha256"]
+
+    policy = SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=version_1))
+    obs = np.zeros((2, 29), dtype=np.float32)
+    np.testing.assert_array_equal(policy.act(obs, [1.0, 0.0]), SkillPolicy.from_pretrained("ant").act(obs, [1.0, 0.0]))

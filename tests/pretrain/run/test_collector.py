@@ -1,0 +1,47 @@
+"""The overlapped collector: SB3's buffer layout and counters, a one-epoch policy lag, exact resume."""
+
+import numpy as np
+
+from pretrain.algorithms.common.backbones import SkillSAC
+from pretrain.run.config import load_config
+from pretrain.run.trainer import read_run_config, train
+from tests.pretrain.run.test_run_state import TINY, _assert_same_training
+
+
+def _latest(run):
+    state = run / "run_state" / "latest"
+    model = SkillSAC.load(state / "model.zip", device="cpu")
+    model.load_replay_buffer(state / "replay_buffer.pkl")
+    return model
+
+
+def test_overlapped_fills_the_buffer_like_the_sequential_loop(tmp_path):
+    for mode in ("sequential", "overlapped"):
+        train(load_config("point_mass", [*TINY, "epochs=4", "save_every=4", f"collector={mode}"]), tmp_path / mode,
+              verbose=0)
+    seq, ovl = _latest(tmp_path / "sequential"), _latest(tmp_path / "overlapped")
+    assert (seq.num_timesteps, seq._n_updates, seq._episode_num) == (ovl.num_timesteps, ovl._n_updates, ovl._episode_num)
+    a, b = seq.replay_buffer, ovl.replay_buffer
+    assert (a.pos, a.full) == (b.pos, b.full) == (4 * 50, False)
+    for name in ("observations", "next_observations", "actions", "rewards", "dones", "timeouts"):
+        assert getattr(a, name).shape == getattr(b, name).shape and getattr(a, name).dtype == getattr(b, name).dtype
+    n = b.pos
+    # Episodes of 50 steps end at the epoch boundary: one terminal flag per env at the last step of each epoch,
+    # stored as done (the official time-limit convention, timeout_done), never as a timeout.
+    np.testing.assert_array_equal(a.dones[:n].sum(axis=0), b.dones[:n].sum(axis=0))
+    assert b.dones[:n][49::50].all() and b.dones[:n].sum() == 4 * 2 and not b.timeouts[:n].any()
+    # Transitions chain: the next observation of a step is the observation of the following one within an episode.
+    within = np.ones(n - 1, dtype=bool)
+    within[49::50] = False
+    np.testing.assert_array_equal(b.next_observations[: n - 1][within], b.observations[1:n][within])
+    # Each episode keeps one skill (the last 2 entries) from its first to its last step.
+    skills = b.observations[:n, :, 2:].reshape(4, 50, 2, 2)
+    assert np.all(skills == skills[:, :1])
+
+
+def test_overlapped_resume_is_exact(tmp_path):
+    settings = [*TINY, "collector=overlapped"]
+    train(load_config("point_mass", [*settings, "epochs=6", "save_every=3"]), tmp_path / "straight", verbose=0)
+    train(load_config("point_mass", [*settings, "epochs=3", "save_every=3"]), tmp_path / "split", verbose=0)
+    train(read_run_config(tmp_path / "split", {"epochs": 6}), tmp_path / "split", resume=True, verbose=0)
+    _assert_same_training(tmp_path / "straight", tmp_path / "split")
