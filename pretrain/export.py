@@ -143,7 +143,7 @@ def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: boo
     for head in (actor.mu, actor.log_std):  # as SkillSACPolicy initialises the actor's output layers
         th.nn.init.xavier_normal_(head.weight, gain=0.1)
         th.nn.init.zeros_(head.bias)
-    phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.hidden)
+    phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.phi_hidden)
     tensors = {**{f"actor.{k}": v for k, v in actor.state_dict().items()},
                **{f"phi.{k}": v for k, v in phi.state_dict().items()}}
     provenance = {"run": "untrained", "env_steps": 0, "epochs": 0, "policy_coverage": None, "machine": "-",
@@ -174,7 +174,7 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
         "skill_dim": run_config.skill_dim,
         "discrete_skills": run_config.discrete_skills,
         "actor_hidden": run_config.hidden,
-        "phi_hidden": run_config.hidden,
+        "phi_hidden": run_config.phi_hidden,
         "normalizer": {"name": run_config.normalizer,
                        **ObservationNormalizer.from_name(run_config.normalizer, obs_dim).to_dict()},
         "provenance": {

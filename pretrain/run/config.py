@@ -43,8 +43,10 @@ class PretrainConfig:
     episode_steps: int = EPISODE_STEPS
     gradient_steps: int = 50
     epochs: int = 2000
-    net_width: int = 256
+    net_width: int = 256                   # hidden units of every network (paper: 1024)...
     net_layers: int = 2
+    critic_width: int | None = None        # ... unless the critics' width is given (null: net_width)
+    phi_width: int | None = None           # ... or phi's (null: net_width)
     learning_rate: float = 1e-4            # Adam, networks: policy, critics, phi
     dual_learning_rate: float = 1e-4       # Adam, log lambda
     alpha_learning_rate: float = 1e-4      # Adam, log alpha
@@ -77,7 +79,16 @@ class PretrainConfig:
 
     @property
     def hidden(self) -> list[int]:
+        """Hidden layers of the actor."""
         return [self.net_width] * self.net_layers
+
+    @property
+    def critic_hidden(self) -> list[int]:
+        return [self.critic_width or self.net_width] * self.net_layers
+
+    @property
+    def phi_hidden(self) -> list[int]:
+        return [self.phi_width or self.net_width] * self.net_layers
 
     def validate(self) -> PretrainConfig:
         """Raise one :class:`ConfigError` for the first value that cannot be meant; return self otherwise."""
@@ -94,6 +105,9 @@ class PretrainConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("critic_width", "phi_width"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1 or null (net_width), got {getattr(self, name)}")
         for name in ("n_envs", "eval_skills"):
             if getattr(self, name) > MAX_ENVS:
                 raise ConfigError(f"{name} must be <= {MAX_ENVS} (environments in one process), got {getattr(self, name)}")
@@ -174,10 +188,14 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
         raise ConfigError(str(error)) from None
     for f in dataclasses.fields(PretrainConfig):
         value = getattr(config, f.name)
-        expected = type(getattr(PretrainConfig(), f.name))
-        if expected is float or f.name == "target_entropy":
-            if value is None and f.name == "target_entropy":
+        default = getattr(PretrainConfig(), f.name)
+        if default is None:  # optional keys: null, or a value of the type the annotation names
+            if value is None:
                 continue
+            expected = float if "float" in str(f.type) else int
+        else:
+            expected = type(default)
+        if expected is float:
             try:  # YAML reads 1e-4 (no dot) as a string
                 setattr(config, f.name, float(value))
             except (TypeError, ValueError):
