@@ -38,12 +38,14 @@ def skill_env_id(env_id: str) -> str | None:
 
 def skill_tensors(model) -> dict[str, th.Tensor]:
     """The actor and phi weights of a trained model under the names of :class:`metra_gym.SkillPolicy`."""
+    layers = list(model.actor.latent_pi)
+    if not all(isinstance(layer, th.nn.Linear if i % 2 == 0 else th.nn.Tanh) for i, layer in enumerate(layers)):
+        raise ConfigError(f"cannot export the actor of the {type(model).__name__} model: metra_gym's SkillActor is an "
+                          f"MLP with tanh hidden layers (the actors of the sac and tqc backbones), this one has "
+                          f"{[type(layer).__name__ for layer in layers]}")
     tensors: dict[str, th.Tensor] = {}
     for key, value in model.actor.state_dict().items():
-        prefix = next((p for p in _ACTOR_PREFIXES if key.startswith(p)), None)
-        if prefix is None:
-            raise ConfigError(f"cannot export actor parameter {key!r}: metra_gym's SkillActor holds an MLP with tanh "
-                              f"hidden layers (the sac and tqc backbones); this run's actor has other layers")
+        prefix = next(p for p in _ACTOR_PREFIXES if key.startswith(p))
         tensors["actor." + _ACTOR_PREFIXES[prefix] + key[len(prefix):]] = value
     phi = getattr(model.skill_learner, "phi", None)
     if phi is None:

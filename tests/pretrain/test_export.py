@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 import torch as th
 
 from metra_gym.skill_policy import SkillPolicy
@@ -35,17 +36,17 @@ def test_evaluate_writes_coverage_and_figures(tmp_path, capsys):
     assert "unknown checkpoint 'nope'" in capsys.readouterr().err
 
 
-def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path):
-    from pretrain.algorithms.common.backbones import SkillSAC
+@pytest.mark.parametrize(("backbone", "layers"), [("sac", 2), ("sac", 3), ("tqc", 2)])
+def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path, backbone, layers):
     from pretrain.export import export_run
     from pretrain.run.config import load_config
-    from pretrain.run.trainer import train
+    from pretrain.run.trainer import algorithm_class, train
 
     config = load_config("point_mass", ["epochs=3", "learning_starts=400", "net_width=32", "torch_threads=1",
-                                        "eval_every=3", "save_every=3"])
+                                        "eval_every=3", "save_every=3", f"backbone={backbone}", f"net_layers={layers}"])
     train(config, tmp_path / "run", verbose=0)
     export_run(tmp_path / "run", tmp_path / "ckpt")
-    model = SkillSAC.load(tmp_path / "run" / "run_state" / "latest" / "model.zip", device="cpu")
+    model = algorithm_class(config).load(tmp_path / "run" / "run_state" / "latest" / "model.zip", device="cpu")
     policy = SkillPolicy.from_pretrained(tmp_path / "ckpt")
     obs = np.random.default_rng(0).uniform(-5, 5, (16, 2)).astype(np.float32)
     z = np.random.default_rng(1).standard_normal((16, 2)).astype(np.float32)
@@ -58,3 +59,13 @@ def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path):
     assert policy.config["provenance"]["epochs"] == 3
     card = (tmp_path / "ckpt" / "README.md").read_text()
     assert "model-index" in card and "- metra" in card and "- stable-baselines3" in card
+
+
+def test_export_of_a_crossq_run_is_one_clear_error(tmp_path, capsys):
+    config = load_config("point_mass", ["epochs=1", "learning_starts=100", "net_width=16", "torch_threads=1",
+                                        "backbone=crossq", "save_replay_buffer=false"])
+    train(config, tmp_path / "run", verbose=0)
+    assert main(["export", str(tmp_path / "run"), str(tmp_path / "ckpt")]) == 2
+    err = capsys.readouterr().err
+    assert "the sac and tqc backbones" in err and err.count("error:") == 1
+    assert not (tmp_path / "ckpt").exists()

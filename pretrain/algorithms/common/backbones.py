@@ -33,7 +33,7 @@ from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples
 from stable_baselines3.common.utils import polyak_update
 from torch import nn
 
-from pretrain.algorithms.common.policies import SkillSACPolicy
+from pretrain.algorithms.common.policies import SkillSACPolicy, SkillTQCPolicy
 from pretrain.algorithms.common.skill_learner import SkillLearner
 from pretrain.algorithms.common.skills import validate_skill_spec
 
@@ -290,7 +290,10 @@ class SkillCrossQ(SkillDiscoveryMixin, CrossQ):
 
 class SkillTQC(SkillDiscoveryMixin, TQC):
     """TQC (https://arxiv.org/abs/2005.04269, sb3-contrib) on a skill learner's reward: 5 critics of 25 quantiles,
-    the top 2 per critic dropped. Parameters: :class:`SkillDiscoveryMixin` and sb3-contrib's TQC."""
+    the top 2 per critic dropped; the actor is METRA's (:class:`SkillTQCPolicy`). Parameters:
+    :class:`SkillDiscoveryMixin` and sb3-contrib's TQC."""
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": SkillTQCPolicy}
 
 
 BACKBONES: dict[str, type[SkillDiscoveryMixin]] = {"sac": SkillSAC, "crossq": SkillCrossQ, "tqc": SkillTQC}

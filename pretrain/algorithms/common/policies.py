@@ -3,9 +3,20 @@ and small output layers in the actor."""
 
 from __future__ import annotations
 
+from sb3_contrib.tqc.policies import Actor as TQCActor
+from sb3_contrib.tqc.policies import TQCPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.sac.policies import Actor, SACPolicy
 from torch import nn
+
+
+def _skill_actor(actor_class: type, actor_kwargs: dict, device) -> nn.Module:
+    """An actor with tanh hidden layers and xavier-normal x 0.1 output layers (the official METRA policy)."""
+    actor = actor_class(**{**actor_kwargs, "activation_fn": nn.Tanh}).to(device)
+    for head in (actor.mu, actor.log_std):
+        nn.init.xavier_normal_(head.weight, gain=0.1)
+        nn.init.zeros_(head.bias)
+    return actor
 
 
 class SkillSACPolicy(SACPolicy):
@@ -19,12 +30,13 @@ class SkillSACPolicy(SACPolicy):
         super().__init__(*args, activation_fn=activation_fn, **kwargs)
 
     def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Actor:
-        actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
-        actor = Actor(**{**actor_kwargs, "activation_fn": nn.Tanh}).to(self.device)
-        for head in (actor.mu, actor.log_std):
-            nn.init.xavier_normal_(head.weight, gain=0.1)
-            nn.init.zeros_(head.bias)
-        return actor
+        return _skill_actor(Actor, self._update_features_extractor(self.actor_kwargs, features_extractor), self.device)
 
 
-MlpPolicy = SkillSACPolicy
+class SkillTQCPolicy(TQCPolicy):
+    """TQC's policy with the same skill actor as :class:`SkillSACPolicy` (its quantile critics keep ReLU), so that
+    a TQC run exports to the same skill checkpoint."""
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> TQCActor:
+        return _skill_actor(TQCActor, self._update_features_extractor(self.actor_kwargs, features_extractor),
+                            self.device)

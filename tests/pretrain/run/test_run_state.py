@@ -172,3 +172,33 @@ def test_sigterm_and_sigint_save_then_stop_with_one_line(tmp_path, sig, code):
     resumed = subprocess.run(_cli("--resume", str(run), "--set", f"epochs={saved + 1}"), env=env,
                              capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
+
+
+@pytest.mark.parametrize("backbone", ["crossq", "tqc"])
+def test_backbone_save_load_keeps_learner_and_optimisers(tmp_path, backbone):
+    from pretrain.run.trainer import algorithm_class, build_model, env_factory, training_env
+
+    config = load_config("point_mass", [*TINY, f"backbone={backbone}", "learning_starts=100"])
+    model = build_model(config, training_env(config, env_factory(config)), tmp_path)
+    model.learn(600)
+    with th.no_grad():
+        model.skill_learner.log_dual_lam.fill_(0.777)
+    model.save(tmp_path / "m.zip")
+    loaded = algorithm_class(config).load(tmp_path / "m.zip", device="cpu")
+    assert type(loaded).__name__ == type(model).__name__
+    for (key, a), b in zip(model.skill_learner.state_dict().items(), loaded.skill_learner.state_dict().values()):
+        th.testing.assert_close(a, b, msg=key)
+    for name in ("phi_optimizer", "dual_optimizer"):
+        saved = getattr(model.skill_learner, name).state_dict()["state"]
+        restored = getattr(loaded.skill_learner, name).state_dict()["state"]
+        assert saved[0]["step"] == restored[0]["step"] > 0
+        th.testing.assert_close(saved[0]["exp_avg"], restored[0]["exp_avg"])
+    assert loaded.critic.optimizer.state_dict()["state"][0]["step"] == model.critic.optimizer.state_dict()["state"][0]["step"]
+
+
+def test_a_resumed_run_cannot_switch_backbone(tmp_path, capsys):
+    run = tmp_path / "run"
+    train(load_config("point_mass", [*TINY, "epochs=1", "save_every=1"]), run, verbose=0)
+    assert main(["train", "--resume", str(run), "--set", "backbone=tqc", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot change backbone when resuming" in err and err.count("error:") == 1
