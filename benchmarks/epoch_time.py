@@ -1,12 +1,14 @@
-"""Seconds per epoch of METRA vs plain SB3 SAC with the same networks, side by side, with a profile.
+"""Seconds per epoch of training variants, side by side with plain SB3 SAC on the same machine.
 
-One epoch = 8 episodes x 200 env steps on Ant + 50 gradient steps (batch 256). Both algorithms run on the
-same skill-conditioned Ant environment; plain SAC uses the environment reward, METRA relabels with phi.
-Each (algorithm, width) is measured in alternation, ``--rounds`` times, after one warm-up epoch, and the
-profile splits an epoch into env stepping, policy inference, replay-buffer writes, other collection overhead
-and gradient steps.
+One epoch = ``n_envs`` episodes x ``episode_steps`` env steps (Ant: 8 x 200) + ``gradient_steps`` gradient steps.
+Each variant is a list of config overrides of ``--config`` (``,``-separated; ``default`` = none); ``sac`` is the
+reference every result is stated with: SB3's SAC with the same networks and optimiser, the environment reward,
+50 gradient steps per epoch, 2 torch threads. Variants are timed in alternation, ``--rounds`` times, each round
+``--epochs`` consecutive epochs after one untimed epoch (so that an overlapped collector is in its steady state);
+the median per-epoch time is reported.
 
-    python benchmarks/epoch_time.py --widths 256 1024 --threads 2 --out benchmarks/results/epoch_time.json
+    python benchmarks/epoch_time.py --variants sac default gradient_steps=100 \\
+        gradient_steps=100,collector=overlapped,torch_threads=1 --out benchmarks/results/epoch_time/summary.json
 """
 
 from __future__ import annotations
@@ -14,87 +16,82 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import tempfile
 import time
-from collections import defaultdict
+from datetime import date
 from pathlib import Path
 
 import numpy as np
 import torch as th
 from stable_baselines3 import SAC
 
-from pretrain.algorithms.metra.policies import METRAPolicy
+from pretrain.algorithms.common.policies import SkillSACPolicy
 from pretrain.run.config import load_config
-from pretrain.run.trainer import build_model, env_factory, policy_kwargs, training_env
+from pretrain.run.trainer import attach_collector, build_model, env_factory, policy_kwargs, training_env
+
+REFERENCE = "sac"
 
 
-def timed(fn, bucket: dict[str, float], key: str):
-    def wrapper(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            bucket[key] += time.perf_counter() - start
-
-    return wrapper
-
-
-def make(algo: str, width: int, tmp: Path):
-    config = load_config("ant", [f"net_width={width}", "learning_starts=1600", "buffer_size=100000"])
+def build(config_name: str, variant: str, tmp: Path):
+    """A model ready to train (its buffer past ``learning_starts``), and the threads it runs with."""
+    overrides = [] if variant in ("default", REFERENCE) else variant.split(",")
+    config = load_config(config_name, [*overrides, "buffer_size=100000", "eval_every=1000000"])
+    config.learning_starts = config.steps_per_epoch  # training from the second epoch on
     venv = training_env(config, env_factory(config))
-    if algo == "metra":
-        model = build_model(config, venv, tmp)
+    if variant == REFERENCE:
+        config.torch_threads = 2
+        model = SAC(SkillSACPolicy, venv, learning_rate=1e-4, buffer_size=100_000,
+                    learning_starts=config.learning_starts, batch_size=256, train_freq=(config.episode_steps, "step"),
+                    gradient_steps=50, ent_coef="auto_0.01", target_entropy=-float(venv.action_space.shape[0]) / 2,
+                    policy_kwargs=policy_kwargs(config), seed=0, device="cpu")
     else:
-        model = SAC(METRAPolicy, venv, learning_rate=1e-4, buffer_size=100_000, learning_starts=1600, batch_size=256,
-                    train_freq=(200, "step"), gradient_steps=50, ent_coef="auto_0.01", target_entropy=-4.0,
-                    policy_kwargs=policy_kwargs(config), seed=0, device="cpu")  # same networks and optimiser
-    times: dict[str, float] = defaultdict(float)
-    model.env.step_wait = timed(model.env.step_wait, times, "env_step")
-    model._sample_action = timed(model._sample_action, times, "inference")
-    model.replay_buffer.add = timed(model.replay_buffer.add, times, "buffer_add")
-    model.collect_rollouts = timed(model.collect_rollouts, times, "collect")
-    model.train = timed(model.train, times, "train")
-    model.learn(1600 * 2)  # warm-up: fills learning_starts and runs one training epoch
-    return model, times
+        model = build_model(config, venv, tmp)
+        attach_collector(model, config)
+    th.set_num_threads(config.torch_threads)
+    model.learn(2 * config.steps_per_epoch)  # warm-up: fills learning_starts and trains once
+    return model, config
 
 
-def epoch(model, times) -> dict[str, float]:
-    times.clear()
+def time_epochs(model, config, epochs: int) -> float:
+    th.set_num_threads(config.torch_threads)
+    model.learn(config.steps_per_epoch, reset_num_timesteps=False)  # untimed: refills an overlapped pipeline
     start = time.perf_counter()
-    model.learn(1600, reset_num_timesteps=False)
-    total = time.perf_counter() - start
-    row = dict(times)
-    row["collect_other"] = row["collect"] - row["env_step"] - row["inference"] - row["buffer_add"]
-    row["total"] = total
-    return row
+    model.learn(epochs * config.steps_per_epoch, reset_num_timesteps=False)
+    return (time.perf_counter() - start) / epochs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--widths", type=int, nargs="+", default=[256, 1024])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--config", default="ant")
+    parser.add_argument("--variants", nargs="+", default=[REFERENCE, "default"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3, help="timed epochs per round")
     parser.add_argument("--note", default="", help="what else ran on the machine")
-    parser.add_argument("--out", default="benchmarks/results/epoch_time.json")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/epoch_time/summary.json"))
     args = parser.parse_args()
-    th.set_num_threads(args.threads)
-    tmp = Path("runs/.bench")
-    results = {"machine": f"{platform.machine()}, {th.get_num_threads()} torch threads, "
-                          f"{len(__import__('os').sched_getaffinity(0))} cores", "note": args.note, "widths": {}}
-    for width in args.widths:
-        models = {algo: make(algo, width, tmp) for algo in ("sac", "metra")}
-        rows: dict[str, list[dict[str, float]]] = {"sac": [], "metra": []}
+    if REFERENCE not in args.variants:
+        args.variants.insert(0, REFERENCE)
+    with tempfile.TemporaryDirectory() as tmp:
+        models = {variant: build(args.config, variant, Path(tmp)) for variant in args.variants}
+        times: dict[str, list[float]] = {variant: [] for variant in args.variants}
         for _ in range(args.rounds):
-            for algo, (model, times) in models.items():
-                rows[algo].append(epoch(model, times))
-        summary = {}
-        for algo, algo_rows in rows.items():
-            keys = ["total", "env_step", "inference", "buffer_add", "collect_other", "train"]
-            summary[algo] = {k: round(float(np.median([r[k] for r in algo_rows])), 3) for k in keys}
-        summary["metra_over_sac"] = round(summary["metra"]["total"] / summary["sac"]["total"], 3)
-        results["widths"][str(width)] = summary
-        print(f"width {width}: " + json.dumps(summary), flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=1))
+            for variant, (model, config) in models.items():
+                times[variant].append(time_epochs(model, config, args.epochs))
+        for model, _ in models.values():
+            if getattr(model, "collector", None) is not None:
+                model.collector.close()
+    reference = float(np.median(times[REFERENCE]))
+    rows = {variant: {"seconds_per_epoch": round(float(np.median(t)), 3), "rounds": [round(x, 3) for x in t],
+                      "over_sac": round(float(np.median(t)) / reference, 3)} for variant, t in times.items()}
+    measurement = {"date": str(date.today()), "machine": f"{platform.processor() or platform.machine()}, "
+                   f"{th.backends.cpu.get_cpu_capability()}, {len(__import__('os').sched_getaffinity(0))} cores",
+                   "config": args.config, "note": args.note, "variants": rows}
+    for variant, row in rows.items():
+        print(f"{variant:60s} {row['seconds_per_epoch']:.3f} s/epoch  ({row['over_sac']:.2f} x sac)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    history = json.loads(args.out.read_text())["measurements"] if args.out.is_file() else []
+    args.out.write_text(json.dumps({"what": "seconds per epoch, median of rounds; 'sac' = plain SB3 SAC reference",
+                                    "measurements": [*history, measurement]}, indent=1))
     print(f"wrote {args.out}")
 
 

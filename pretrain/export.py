@@ -127,6 +127,11 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir", str(run_dir)]),
         **(extra_provenance or {}),
     }
+    return export_model(model, run_config, out_dir, provenance)
+
+
+def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:
+    """Write a model's skill policy and phi as a skill checkpoint folder (atomically)."""
     config = checkpoint_config(run_config, model.obs_dim, model.action_space.low, model.action_space.high,
                                provenance)
     return write_checkpoint(skill_tensors(model), config, out_dir)

@@ -30,11 +30,19 @@ def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, se
     return np.stack(observations, axis=1), positions
 
 
-def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48, steps: int = EPISODE_STEPS, seed: int = 0,
-                        revision: str | None = None) -> dict[str, Any]:
+def episode_steps(policy: SkillPolicy) -> int:
+    """The episode length the skills were trained with (``EPISODE_STEPS`` if the checkpoint does not say)."""
+    return int(policy.config.get("provenance", {}).get("config", {}).get("episode_steps", EPISODE_STEPS))
+
+
+def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48, steps: int | None = None,
+                        seed: int = 0, revision: str | None = None) -> dict[str, Any]:
+    """Policy coverage of ``n_skills`` deterministic skills (drawn with ``seed``; resets seeded ``seed + i``) over
+    episodes of ``steps`` (default: the training episode length), with figures, written to ``out_dir``."""
     if n_skills < 1:
         raise ValueError(f"the number of skills must be >= 1, got {n_skills}")
     policy = SkillPolicy.from_pretrained(checkpoint, revision=revision)
+    steps = steps or episode_steps(policy)
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed)
     obs, positions = rollout_observations(policy, skills, steps, seed=seed)
     out_dir = Path(out_dir)

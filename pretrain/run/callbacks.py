@@ -74,14 +74,17 @@ class EpochCallback(BaseCallback):
     :param tracker: training coverage statistics.
     :param eval_every: epochs between evaluations.
     :param save_every: epochs between checkpoints.
-    :param save: ``save(epoch)`` writes a checkpoint.
+    :param save: ``save(epoch)`` writes the run state.
+    :param snapshot: ``snapshot(epoch)`` writes a skill checkpoint of the current networks.
+    :param snapshot_every: epochs between snapshots (0: none).
     :param start_epoch: epoch the run (re)starts from.
     :param start_wall_clock: training seconds spent before this segment (resume).
     :param seed: seed of the evaluation skills and resets.
     """
 
     def __init__(self, run_dir: Path, steps_per_epoch: int, rollouts: SkillRollouts, tracker: CoverageTracker,
-                 eval_every: int, save_every: int, save: Callable[[int], object], start_epoch: int = 0,
+                 eval_every: int, save_every: int, save: Callable[[int], object],
+                 snapshot: Callable[[int], object] | None = None, snapshot_every: int = 0, start_epoch: int = 0,
                  start_wall_clock: float = 0.0, seed: int = 0, verbose: int = 0) -> None:
         super().__init__(verbose)
         self.run_dir = Path(run_dir)
@@ -90,6 +93,7 @@ class EpochCallback(BaseCallback):
         self.tracker = tracker
         self.eval_every, self.save_every = eval_every, save_every
         self.save = save
+        self.snapshot, self.snapshot_every = snapshot, snapshot_every
         self.last_epoch = start_epoch
         self.seed = seed
         self.start_wall_clock = start_wall_clock
@@ -126,6 +130,8 @@ class EpochCallback(BaseCallback):
         self.logger.record("time/epoch", epoch)
         if final or epoch % self.eval_every == 0:
             self.evaluate(epoch)
+        if self.snapshot is not None and self.snapshot_every and epoch % self.snapshot_every == 0:
+            self.snapshot(epoch)
         stop = self.stop_requested()
         if final or stop or epoch % self.save_every == 0:
             self.save(epoch)

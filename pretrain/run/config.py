@@ -68,6 +68,7 @@ class PretrainConfig:
     eval_every: int = 100
     eval_skills: int = 48
     save_every: int = 50
+    snapshot_every: int = 0                # epochs between skill snapshots in RUN_DIR/snapshots (0: none)
     save_replay_buffer: bool = True
     seed: int = 0
     torch_threads: int = 2
@@ -114,6 +115,8 @@ class PretrainConfig:
         if self.collector == "overlapped" and self.n_envs % self.collector_workers:
             raise ConfigError(f"n_envs ({self.n_envs}) must be a multiple of collector_workers "
                               f"({self.collector_workers}): each worker steps the same number of environments")
+        if self.snapshot_every < 0:
+            raise ConfigError(f"snapshot_every must be >= 0 (0: no snapshots), got {self.snapshot_every}")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if self.buffer_size < max(self.batch_size, self.steps_per_epoch):

@@ -24,9 +24,8 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.vec_env import VecEnv
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
+from pretrain.algorithms import skill_learner
 from pretrain.algorithms.common.backbones import AUTO_HALF, BACKBONES, SkillDiscoveryMixin
-from pretrain.algorithms.common.skill_learner import SkillLearner
-from pretrain.algorithms.metra import METRALearner
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.run.callbacks import EpochCallback, TrainingCoverage
 from pretrain.run.collector import OverlappedCollector
@@ -83,13 +82,6 @@ def policy_kwargs(config: PretrainConfig) -> dict[str, Any]:
 def algorithm_class(config: PretrainConfig) -> type[SkillDiscoveryMixin]:
     """The SB3 class of a config's backbone (the algorithm itself is its skill learner)."""
     return BACKBONES[config.backbone]
-
-
-def skill_learner(config: PretrainConfig) -> tuple[type[SkillLearner], dict[str, Any]]:
-    """The skill learner of a config's algorithm and its hyperparameters."""
-    return METRALearner, {"phi_net_arch": config.phi_hidden, "phi_learning_rate": config.learning_rate,
-                          "dual_learning_rate": config.dual_learning_rate, "dual_slack": config.dual_slack,
-                          "dual_lam_init": config.dual_lam_init, "optimizer_kwargs": {"fused": True}}
 
 
 def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillDiscoveryMixin:
@@ -225,8 +217,17 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
         save_run_state(run_dir, model, tracker, epoch, config.save_replay_buffer,
                        extra={"wall_clock_s": epochs.wall_clock()})
 
+    def snapshot(epoch: int) -> None:  # a small skill checkpoint, for evaluations held out from training's
+        from pretrain.export import export_model
+
+        export_model(model, config, run_dir / "snapshots" / f"epoch_{epoch:06d}",
+                     {"run": run_dir.name, "env_steps": int(model.num_timesteps), "epochs": epoch,
+                      "policy_coverage": None, "wall_clock_h": round(epochs.wall_clock() / 3600, 3),
+                      "command": "snapshot during training"})
+
     epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
-                           config.save_every, save=save, start_epoch=start_epoch,
+                           config.save_every, save=save, snapshot=snapshot, snapshot_every=config.snapshot_every,
+                           start_epoch=start_epoch,
                            start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose)
     remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
     try:
