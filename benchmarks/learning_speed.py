@@ -1,0 +1,154 @@
+"""Learning per CPU-hour: Ant policy coverage of training variants against env steps and against hours.
+
+Reads the evaluation history of each run folder (``eval/coverage.json``: the training evaluation, 48 fixed skills)
+and its config, and writes one summary with every curve, a figure (coverage vs env steps with the official
+curve, coverage vs hours) and a markdown table. Hours are the run's own wall-clock, or, with ``--epoch-seconds
+LABEL=SECONDS``, an idle-machine estimate (epochs x the variant's idle seconds per epoch measured side by side
+by ``benchmarks/epoch_time.py``) for runs that shared the machine with others.
+
+Held out (``--held-out-hours``): for runs that kept skill snapshots (``snapshot_every``), the snapshot at or just
+before each given hour is evaluated with skills and reset seeds not used during training (``--held-out-seed``):
+those are the numbers to report; the training evaluation reuses one fixed set and picking its best point is
+optimistic.
+
+    python benchmarks/learning_speed.py --runs baseline=runs/ant-s0 utd2=runs/ant-utd2 \\
+        --held-out-hours 1 2 3 --out benchmarks/results/learning_speed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+# Official code, state Ant, 2-D skills, seed 0, one A100 node (shared/metra-reference.md section 5).
+OFFICIAL = [  # (epoch, env steps, hours, policy coverage)
+    (0, 0, 0.0, 4), (1000, 1_600_000, 0.63, 107), (2000, 3_200_000, 1.23, 596), (3000, 4_800_000, 1.83, 1232),
+    (5000, 8_000_000, 3.03, 1751), (6000, 9_600_000, 3.63, 2189), (20000, 32_000_000, 12.0, 2444),
+    (40000, 64_000_000, 23.9, 2761),
+]
+DEFAULTS = {"net_width": 256, "learning_rate": 1e-4, "gradient_steps": 50, "batch_size": 256, "collector": "sequential",
+            "backbone": "sac", "init": "torch", "random_warmup": True, "critic_width": None, "phi_width": None}
+
+
+def official_at(env_steps: float) -> float:
+    return float(np.interp(env_steps, [r[1] for r in OFFICIAL], [r[3] for r in OFFICIAL]))
+
+
+def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
+    history = json.loads((folder / "eval" / "coverage.json").read_text())
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    changed = {k: config.get(k, v) for k, v in DEFAULTS.items() if config.get(k, v) != v}
+    rows = []
+    for row in history:
+        hours = row["epoch"] * epoch_seconds / 3600 if epoch_seconds else row["wall_clock_s"] / 3600
+        rows.append({"epoch": row["epoch"], "env_steps": row["env_steps"], "hours": round(hours, 3),
+                     "policy_coverage": row["policy_coverage"],
+                     "official_at_same_env_steps": round(official_at(row["env_steps"]), 1)})
+    return {"folder": str(folder), "seed": config.get("seed"), "changed_from_default": changed,
+            "hours_from": f"epochs x {epoch_seconds} s (idle estimate)" if epoch_seconds else "run's wall clock",
+            "rows": rows}
+
+
+def held_out(folder: Path, hours: list[float], seed: int, hours_of_epoch) -> list[dict]:
+    """Coverage of the snapshots at (or just before) the given hours, on held-out skills and reset seeds."""
+    from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
+
+    snapshots = sorted((folder / "snapshots").glob("epoch_*"))
+    points = []
+    for hour in hours:
+        before = [s for s in snapshots if hours_of_epoch(int(s.name.split("_")[1])) <= hour + 1e-9]
+        if not before:
+            continue
+        snapshot = before[-1]
+        epoch = int(snapshot.name.split("_")[1])
+        with tempfile.TemporaryDirectory() as tmp:
+            result = evaluate_checkpoint(str(snapshot), tmp, n_skills=48, seed=seed)
+        points.append({"hours": hour, "epoch": epoch, "snapshot_hours": round(hours_of_epoch(epoch), 3),
+                       "env_steps": result["provenance"]["env_steps"], "held_out_policy_coverage": result["policy_coverage"],
+                       "seed": seed})
+        print(f"  {folder.name}: {hour} h -> epoch {epoch}: {result['policy_coverage']} bins held out", flush=True)
+    return points
+
+
+def plot(summary: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_steps, by_hours) = plt.subplots(1, 2, figsize=(12, 4.5))
+    by_steps.plot([r[1] / 1e6 for r in OFFICIAL[:6]], [r[3] for r in OFFICIAL[:6]], "k--", lw=2,
+                  label="official (width 1024, A100)")
+    for label, run in summary["runs"].items():
+        steps = [r["env_steps"] / 1e6 for r in run["rows"]]
+        cov = [r["policy_coverage"] for r in run["rows"]]
+        line, = by_steps.plot(steps, cov, lw=1, label=label)
+        by_hours.plot([r["hours"] for r in run["rows"]], cov, lw=1, color=line.get_color(), label=label)
+        for point in run.get("held_out", []):
+            by_hours.plot(point["hours"], point["held_out_policy_coverage"], "o", color=line.get_color())
+    by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (1 m bins)", xlim=(0, None),
+                 title="per env step (training evaluation)")
+    by_hours.set(xlabel="hours of a 2-core CPU", ylabel="policy coverage (1 m bins)", xlim=(0, None),
+                 title="per hour (dots: held-out evaluation)")
+    for ax in (by_steps, by_hours):
+        ax.grid(alpha=0.3)
+    by_steps.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def table(summary: dict) -> str:
+    lines = ["| run | changed from default | coverage at 1.6 M / 3.2 M / 4.8 M steps | held out at 1 / 2 / 3 h |",
+             "|---|---|---|---|"]
+    for label, run in summary["runs"].items():
+        at = []
+        for steps in (1.6e6, 3.2e6, 4.8e6):
+            rows = [r for r in run["rows"] if r["env_steps"] <= steps]
+            at.append(str(rows[-1]["policy_coverage"]) if rows and rows[-1]["env_steps"] >= steps * 0.97 else "-")
+        held = {p["hours"]: p["held_out_policy_coverage"] for p in run.get("held_out", [])}
+        changed = ", ".join(f"{k}={v}" for k, v in run["changed_from_default"].items()) or "-"
+        lines.append(f"| {label} | {changed} | {' / '.join(at)} | "
+                     f"{' / '.join(str(held.get(h, '-')) for h in (1.0, 2.0, 3.0))} |")
+    lines.append("| official (A100, width 1024) | - | 107 / 596 / 1232 | - |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", nargs="+", required=True, metavar="LABEL=RUN_DIR")
+    parser.add_argument("--epoch-seconds", nargs="*", default=[], metavar="LABEL=SECONDS",
+                        help="idle seconds per epoch of a run's variant, to estimate idle hours")
+    parser.add_argument("--held-out-hours", type=float, nargs="*", default=[])
+    parser.add_argument("--held-out-seed", type=int, default=1000)
+    parser.add_argument("--machine", default="")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_speed"))
+    args = parser.parse_args()
+    seconds = {k: float(v) for k, v in (item.split("=", 1) for item in args.epoch_seconds)}
+    summary = {"metric": "policy coverage: 48 deterministic skills x 200 steps, 1 x 1 m x-y bins",
+               "machine": args.machine, "official": [dict(zip(("epoch", "env_steps", "hours_a100", "policy_coverage"),
+                                                              r)) for r in OFFICIAL], "runs": {}}
+    for item in args.runs:
+        label, folder = item.split("=", 1)
+        run = load_run(label, Path(folder), seconds.get(label))
+        if args.held_out_hours and (Path(folder) / "snapshots").is_dir():
+            epochs = [r["epoch"] for r in run["rows"]]
+            hours = [r["hours"] for r in run["rows"]]
+            run["held_out"] = held_out(Path(folder), args.held_out_hours, args.held_out_seed,
+                                       lambda e, epochs=epochs, hours=hours: float(np.interp(e, epochs, hours)))
+        summary["runs"][label] = run
+    summary["table"] = table(summary)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    plot(summary, args.out / "figure.png")
+    print(summary["table"])
+    print(f"wrote {args.out / 'summary.json'} and figure.png")
+
+
+if __name__ == "__main__":
+    main()
