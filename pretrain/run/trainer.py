@@ -132,8 +132,8 @@ class TrainResult:
 
 
 # Keys a resumed run may change; every other key is baked into the saved model, buffer or environments.
-RESUMABLE_KEYS = frozenset({"epochs", "eval_every", "eval_skills", "save_every", "save_replay_buffer",
-                            "torch_threads", "device", "learning_rate"})
+RESUMABLE_KEYS = frozenset({"epochs", "eval_every", "eval_skills", "save_every", "snapshot_every",
+                            "save_replay_buffer", "torch_threads", "device", "learning_rate"})
 
 
 def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> PretrainConfig:
