@@ -10,6 +10,7 @@ Examples::
     metra-pretrain export --untrained --config ant skills/untrained  # freshly initialised networks
     metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
     metra-pretrain goal-eval ant --goals 50 --out eval/ant-goals     # zero-shot goal reaching
+    metra-pretrain sweep --config ant --seeds 0 1 --run-root runs/sweep  # seeds (and grids) through Ray Tune
 """
 
 from __future__ import annotations
@@ -127,6 +128,23 @@ def _goal_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from pretrain.sweep import parse_grid, sweep
+
+    try:
+        rows = sweep(args.config, args.run_root, args.seeds, parse_grid(args.grid or []), args.set,
+                     cpus_per_run=args.cpus_per_run, address=args.address)
+    except ConfigError as error:
+        return _fail(error)
+    except RuntimeError as error:
+        print(f"metra-pretrain: sweep failed: {error}", file=sys.stderr)
+        return 1
+    for row in sorted(rows, key=lambda r: str(sorted(r.items()))):
+        print(", ".join(f"{k}={v}" for k, v in row.items()))
+    print(f"run folders in {args.run_root}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="metra-pretrain", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -152,6 +170,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
     export.add_argument("--command-line", help="the training command to record in the model card")
     export.set_defaults(func=_export)
+
+    sweep = commands.add_parser("sweep", help="several runs (seeds x a grid of overrides) through Ray Tune")
+    sweep.add_argument("--config", default="ant", help=f"bundled config {builtin_configs()} or a YAML file")
+    sweep.add_argument("--run-root", required=True, help="folder for the runs (one run folder per trial)")
+    sweep.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    sweep.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="values to try for a key (repeatable)")
+    sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run (repeatable)")
+    sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run (also its torch threads)")
+    sweep.add_argument("--address", help="a Ray cluster to join ('auto'); default: Ray on this machine")
+    sweep.set_defaults(func=_sweep)
 
     evaluate = commands.add_parser("evaluate", help="policy coverage and figures of a skill checkpoint")
     evaluate.add_argument("checkpoint", nargs="?", default="ant", help="bundled name, folder or Hub repo")

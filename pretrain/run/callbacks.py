@@ -80,12 +80,14 @@ class EpochCallback(BaseCallback):
     :param start_epoch: epoch the run (re)starts from.
     :param start_wall_clock: training seconds spent before this segment (resume).
     :param seed: seed of the evaluation skills and resets.
+    :param on_evaluation: called with each evaluation row.
     """
 
     def __init__(self, run_dir: Path, steps_per_epoch: int, rollouts: SkillRollouts, tracker: CoverageTracker,
                  eval_every: int, save_every: int, save: Callable[[int], object],
                  snapshot: Callable[[int], object] | None = None, snapshot_every: int = 0, start_epoch: int = 0,
-                 start_wall_clock: float = 0.0, seed: int = 0, verbose: int = 0) -> None:
+                 start_wall_clock: float = 0.0, seed: int = 0, verbose: int = 0,
+                 on_evaluation: Callable[[dict[str, float]], object] | None = None) -> None:
         super().__init__(verbose)
         self.run_dir = Path(run_dir)
         self.steps_per_epoch = steps_per_epoch
@@ -94,6 +96,7 @@ class EpochCallback(BaseCallback):
         self.eval_every, self.save_every = eval_every, save_every
         self.save = save
         self.snapshot, self.snapshot_every = snapshot, snapshot_every
+        self.on_evaluation = on_evaluation
         self.last_epoch = start_epoch
         self.seed = seed
         self.start_wall_clock = start_wall_clock
@@ -161,6 +164,8 @@ class EpochCallback(BaseCallback):
         write_text_atomic(eval_dir / "coverage.csv", table.getvalue())
         for key in ("policy_coverage", "queue_coverage", "total_coverage"):
             self.logger.record(f"eval/{key}", row[key])
+        if self.on_evaluation is not None:
+            self.on_evaluation(row)
         if self.verbose:
             print(f"[epoch {epoch}] " + ", ".join(f"{k}={v}" for k, v in row.items() if k != "epoch"), flush=True)
         return row

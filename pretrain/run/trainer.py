@@ -180,9 +180,10 @@ def resolve_device(config: PretrainConfig) -> str:
 
 
 def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, progress_bar: bool = False,
-          verbose: int = 1) -> TrainResult:
+          verbose: int = 1, on_evaluation: Callable[[dict[str, float]], object] | None = None) -> TrainResult:
     """Train (or continue) a run until ``config.epochs``, or until SIGINT / SIGTERM asks it to stop after the
-    current epoch (then the run state is saved first). Returns the evaluation history and how it ended."""
+    current epoch (then the run state is saved first). ``on_evaluation(row)`` is called with every evaluation
+    row (e.g. to report it to Ray Tune). Returns the evaluation history and how it ended."""
     run_dir = Path(run_dir)
     device = resolve_device(config)
     th.set_num_threads(config.torch_threads)
@@ -228,7 +229,8 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
                            config.save_every, save=save, snapshot=snapshot, snapshot_every=config.snapshot_every,
                            start_epoch=start_epoch,
-                           start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose)
+                           start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose,
+                           on_evaluation=on_evaluation)
     remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
     try:
         with StopOnSignal() as stop:
