@@ -18,6 +18,7 @@ optimistic.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import tempfile
 from pathlib import Path
@@ -40,8 +41,16 @@ def official_at(env_steps: float) -> float:
 
 
 def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
-    history = json.loads((folder / "eval" / "coverage.json").read_text())
-    config = yaml.safe_load((folder / "config.yaml").read_text())
+    """A run folder, or the ``eval/coverage.csv`` of a run whose folder is gone (its config then unknown)."""
+    if folder.suffix == ".csv":
+        with open(folder) as f:
+            history = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        history = [{**row, "epoch": int(row["epoch"]), "env_steps": int(row["env_steps"]),
+                    "policy_coverage": int(row["policy_coverage"])} for row in history]
+        config: dict = {}
+    else:
+        history = json.loads((folder / "eval" / "coverage.json").read_text())
+        config = yaml.safe_load((folder / "config.yaml").read_text())
     changed = {k: config.get(k, v) for k, v in DEFAULTS.items() if config.get(k, v) != v}
     rows = []
     for row in history:
@@ -121,7 +130,8 @@ def table(summary: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", nargs="+", required=True, metavar="LABEL=RUN_DIR")
+    parser.add_argument("--runs", nargs="+", required=True, metavar="LABEL=RUN_DIR",
+                        help="run folders (or a gone run's eval/coverage.csv)")
     parser.add_argument("--epoch-seconds", nargs="*", default=[], metavar="LABEL=SECONDS",
                         help="idle seconds per epoch of a run's variant, to estimate idle hours")
     parser.add_argument("--held-out-hours", type=float, nargs="*", default=[])
