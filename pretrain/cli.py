@@ -84,7 +84,8 @@ def _export(args: argparse.Namespace) -> int:
             if len(args.paths) != 2:
                 raise ConfigError("export takes a run folder and a checkpoint folder: metra-pretrain export RUN_DIR "
                                   "OUT_DIR (or --untrained --config NAME OUT_DIR)")
-            out = export_run(args.paths[0], args.paths[1], force=args.force, command=args.command_line)
+            out = export_run(args.paths[0], args.paths[1], force=args.force, command=args.command_line,
+                             held_out=args.held_out, goals=args.goals)
             source = args.paths[0]
     except (ConfigError, ResumeError) as error:
         return _fail(error)
@@ -168,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--config", default="ant", help="with --untrained: the config whose networks to initialise")
     export.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --untrained: override a config key")
     export.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
+    export.add_argument("--held-out", metavar="COVERAGE_JSON",
+                        help="record a held-out evaluation (the coverage.json of metra-pretrain evaluate)")
+    export.add_argument("--goals", metavar="GOAL_JSON",
+                        help="record zero-shot results (the goal_reaching.json of metra-pretrain goal-eval)")
     export.add_argument("--command-line", help="the training command to record in the model card")
     export.set_defaults(func=_export)
 

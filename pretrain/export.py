@@ -56,31 +56,45 @@ def skill_tensors(model) -> dict[str, th.Tensor]:
 
 
 def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
+    """The Hub model card: RL Zoo-style tags, a ``model-index`` result (held-out coverage when measured) and what a
+    user needs to pin what they got (run, steps, hours, held-out coverage, zero-shot distance)."""
     provenance = config["provenance"]
-    metric = "policy_coverage"
+    held_out, goals = provenance.get("held_out_coverage"), provenance.get("zero_shot")
+    metric = held_out["policy_coverage"] if held_out else provenance.get("policy_coverage")
     metadata = {
         "library_name": "metra-gym",
         "tags": [config["env_id"], "reinforcement-learning", "stable-baselines3", "metra", "skill-discovery",
                  "deep-reinforcement-learning"],
     }
-    if provenance.get(metric) is not None:  # an untrained baseline has no measured result
+    if metric is not None:  # an untrained baseline has no measured result
         metadata.update(metadata_eval_result(
             model_pretty_name=repo_name, task_pretty_name="reinforcement-learning", task_id="reinforcement-learning",
-            metrics_pretty_name="policy state coverage (1 m bins, 48 skills)", metrics_id=metric,
-            metrics_value=provenance[metric], dataset_pretty_name=config["env_id"], dataset_id=config["env_id"]))
+            metrics_pretty_name="policy state coverage (1 m bins, 48 skills" + (", held out)" if held_out else ")"),
+            metrics_id="policy_coverage", metrics_value=metric, dataset_pretty_name=config["env_id"],
+            dataset_id=config["env_id"]))
     skills = f"{config['skill_dim']} {'discrete' if config['discrete_skills'] else 'continuous (unit-length)'}"
+    rows = [("run", provenance.get("run")),
+            ("env steps", f"{provenance.get('env_steps', 0):,} ({provenance.get('epochs')} epochs)"),
+            ("training time", f"{provenance.get('wall_clock_h')} h on {provenance.get('machine')}"),
+            ("seed", provenance.get("seed")),
+            ("policy coverage, training evaluation (48 skills, 1 m bins)", provenance.get("policy_coverage"))]
+    if held_out:
+        rows.append((f"policy coverage, held out (48 skills drawn with seed {held_out['seed']}, resets seeded "
+                     f"{held_out['seed']} + i)", held_out["policy_coverage"]))
+    if goals:
+        rows.append((f"zero-shot goal reaching, {goals['n_goals']} goals (seed {goals['seed']}): mean final distance "
+                     f"(95 % interval); untrained", f"{goals['mean']:.1f} m ({goals['ci95'][0]:.1f}-"
+                     f"{goals['ci95'][1]:.1f}); {goals.get('untrained_mean', float('nan')):.1f} m"))
+    table = "\n".join(f"| {name} | {value} |" for name, value in rows)
     body = f"""
 # METRA skills for {config['env_id']}
 
 Skill policy pi(a|s,z) and representation phi(s) trained with METRA (Park, Rybkin, Levine, ICLR 2024) by
-metra-gym on Stable-Baselines3 SAC. Skills: {skills}.
+metra-gym ({provenance.get('algorithm')}). Skills: {skills}.
 
 | | |
 |---|---|
-| policy coverage (48 deterministic skills, 1 m bins) | {provenance.get('policy_coverage')} |
-| env steps | {provenance.get('env_steps', 0):,} ({provenance.get('epochs')} epochs) |
-| training time | {provenance.get('wall_clock_h')} h on {provenance.get('machine')} |
-| seed | {provenance.get('seed')} |
+{table}
 
 Training command: `{provenance.get('command')}`
 
@@ -88,12 +102,12 @@ Training command: `{provenance.get('command')}`
 
 ```python
 import gymnasium as gym, metra_gym
-env = gym.make("{config.get('skill_env_id', 'metra/AntSkills-v0')}", checkpoint="hf://ORG/NAME")
+env = gym.make("{config.get('skill_env_id') or 'metra/AntSkills-v0'}", checkpoint="hf://ORG/NAME")
 policy = metra_gym.SkillPolicy.from_pretrained("hf://ORG/NAME")
 ```
 
-Files: `{WEIGHTS}` (actor and phi, float32, no pickle), `{CONFIG}` (environment, normaliser, network shape,
-training configuration).
+Files: `{WEIGHTS}` (actor and phi, float32, no pickle), `{CONFIG}` (environment, normaliser, network shape, the
+sha256 of the weights, training configuration and provenance).
 """
     return ModelCard("---\n" + _yaml(metadata) + "---\n" + body)
 
@@ -105,8 +119,13 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, command: str | None = None,
-               machine: str = "2-core CPU, no GPU", extra_provenance: dict[str, Any] | None = None) -> Path:
-    """Write ``out_dir`` (config.json, model.safetensors, README.md) from a run's latest run state; atomic."""
+               machine: str = "2-core CPU, no GPU", extra_provenance: dict[str, Any] | None = None,
+               held_out: str | Path | None = None, goals: str | Path | None = None) -> Path:
+    """Write ``out_dir`` (config.json, model.safetensors, README.md) from a run's latest run state; atomic.
+
+    ``held_out`` and ``goals`` are the ``coverage.json`` of ``metra-pretrain evaluate`` and the
+    ``goal_reaching.json`` of ``metra-pretrain goal-eval`` of the same networks: their numbers go into the
+    provenance and the card."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     folder = run_state_dir(run_dir)
     _check_out_dir(out_dir, force)
@@ -126,8 +145,27 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         "machine": machine,
         "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir", str(run_dir)]),
         **(extra_provenance or {}),
+        **measured_provenance(held_out, goals),
     }
     return export_model(model, run_config, out_dir, provenance)
+
+
+def measured_provenance(held_out: str | Path | None, goals: str | Path | None) -> dict[str, Any]:
+    """Held-out coverage and zero-shot results of evaluation files, for a checkpoint's provenance."""
+    result: dict[str, Any] = {}
+    try:
+        if held_out is not None:
+            data = json.loads(Path(held_out).read_text())
+            result["held_out_coverage"] = {k: data[k] for k in ("policy_coverage", "n_skills", "steps", "seed")}
+        if goals is not None:
+            data = json.loads(Path(goals).read_text())
+            result["zero_shot"] = {"n_goals": data["n_goals"], "seed": data["seed"], "goal_range": data["goal_range"],
+                                   "mean": data["trained"]["mean"], "ci95": data["trained"]["ci95"],
+                                   "untrained_mean": data.get("untrained", {}).get("mean")}
+    except (OSError, ValueError, KeyError) as error:
+        raise ConfigError(f"cannot read the evaluation file ({type(error).__name__}: {error}); give the coverage.json "
+                          "of `metra-pretrain evaluate` and the goal_reaching.json of `metra-pretrain goal-eval`") from None
+    return result
 
 
 def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,3 +70,52 @@ def test_export_of_a_crossq_run_is_one_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "the sac and tqc backbones" in err and err.count("error:") == 1
     assert not (tmp_path / "ckpt").exists()
+
+
+def test_exported_folder_records_held_out_results_and_loads_from_the_fake_hub(tmp_path, monkeypatch):
+    """The export is Hub-ready: served by the local fake Hub it downloads and acts like the local folder."""
+    from huggingface_hub import constants
+
+    from metra_gym.skill_checkpoint.hub import resolve_checkpoint
+    from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
+    from pretrain.evaluation.goal_reaching import goal_eval
+    from pretrain.export import export_run
+    from tests.metra_gym.fake_hub import FakeHub
+
+    config = load_config("point_mass", ["epochs=2", "learning_starts=200", "net_width=16", "torch_threads=1",
+                                        "save_replay_buffer=false"])
+    train(config, tmp_path / "run", verbose=0)
+    export_run(tmp_path / "run", tmp_path / "ckpt")
+    evaluate_checkpoint(str(tmp_path / "ckpt"), tmp_path / "held_out", n_skills=8, seed=1000)
+    goal_eval(str(tmp_path / "ckpt"), tmp_path / "goals", n_goals=4, seed=1000)
+    assert main(["export", str(tmp_path / "run"), str(tmp_path / "ckpt"), "--force", "--held-out",
+                 str(tmp_path / "held_out" / "coverage.json"), "--goals",
+                 str(tmp_path / "goals" / "goal_reaching.json")]) == 0
+    config_json = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    held = config_json["provenance"]["held_out_coverage"]
+    assert held["seed"] == 1000 and held["n_skills"] == 8
+    assert config_json["provenance"]["zero_shot"]["n_goals"] == 4 and config_json["provenance"]["run"] == "run"
+    card = (tmp_path / "ckpt" / "README.md").read_text()
+    assert "held out" in card and "zero-shot goal reaching" in card and f"| {held['policy_coverage']} |" in card
+
+    with FakeHub() as fake:
+        fake.add_checkpoint("org/pm-skills", tmp_path / "ckpt", revision="v1")
+        monkeypatch.setattr(constants, "ENDPOINT", fake.endpoint)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            fake.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        downloaded = resolve_checkpoint("hf://org/pm-skills@v1")
+    local, hub = SkillPolicy.from_pretrained(tmp_path / "ckpt"), SkillPolicy.from_pretrained(downloaded)
+    obs, z = np.ones((3, 2), np.float32), np.array([[1.0, 0.0]] * 3, np.float32)
+    np.testing.assert_array_equal(local.act(obs, z), hub.act(obs, z))
+    assert (Path(downloaded) / "README.md").read_text() == card
+
+
+def test_export_with_an_unreadable_evaluation_file_is_one_clear_error(tmp_path, capsys):
+    config = load_config("point_mass", ["epochs=1", "learning_starts=100", "net_width=16", "torch_threads=1",
+                                        "save_replay_buffer=false"])
+    train(config, tmp_path / "run", verbose=0)
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["export", str(tmp_path / "run"), str(tmp_path / "ckpt"), "--held-out", str(tmp_path / "bad.json")]) == 2
+    assert "cannot read the evaluation file" in capsys.readouterr().err and not (tmp_path / "ckpt").exists()
