@@ -9,6 +9,17 @@ EPISODE_STEPS = 200  # low-level steps of a pretraining (and downstream) episode
 SKILL_STEPS = 25  # K: low-level steps one skill runs for at the skill level
 SKILLS_PER_EPISODE = EPISODE_STEPS // SKILL_STEPS  # 8 high-level steps
 
+# DeepMind Control (pixel METRA; metra_gym.envs.dmc, needs the [dmc] extra): one policy step = DMC_ACTION_REPEAT
+# control steps, so an episode of EPISODE_STEPS = 200 policy steps is 400 control steps, and a skill of K = 50 control
+# steps is DMC_SKILL_STEPS = 25 policy steps (skill_steps counts policy steps, as everywhere in metra_gym).
+DMC_ACTION_REPEAT = 2
+DMC_SKILL_STEPS = 50 // DMC_ACTION_REPEAT
+# Zero-shot goal reaching (paper): goals uniform in [-r, r]^d around the origin (d = 2, x only for HalfCheetah), r per
+# pretraining id (the point mass's is ours).
+ZERO_SHOT_GOAL_RANGES: dict[str, float] = {"metra/Ant-v0": 50.0, "metra/HalfCheetah-v0": 100.0,
+                                           "metra/PointMass-v0": 20.0, "metra/Quadruped-v0": 15.0,
+                                           "metra/Humanoid-v0": 10.0}
+
 _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
     "metra/Ant-v0": ("metra_gym.envs.locomotion:MetraAntEnv", EPISODE_STEPS),
     "metra/HalfCheetah-v0": ("metra_gym.envs.locomotion:MetraHalfCheetahEnv", EPISODE_STEPS),
@@ -17,6 +28,11 @@ _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
     "metra/AntMultiGoals-v0": ("metra_gym.envs.tasks:AntMultiGoalsEnv", EPISODE_STEPS),
     "metra/HalfCheetahGoal-v0": ("metra_gym.envs.tasks:HalfCheetahGoalEnv", EPISODE_STEPS),
     "metra/HalfCheetahHurdle-v0": ("metra_gym.envs.tasks:HalfCheetahHurdleEnv", EPISODE_STEPS),
+    # DeepMind Control through shimmy: obs_type="pixels" (default; (64, 64, 9) uint8, 3 frames) or "state" (float32).
+    "metra/Quadruped-v0": ("metra_gym.envs.dmc:make_quadruped", EPISODE_STEPS),
+    "metra/Humanoid-v0": ("metra_gym.envs.dmc:make_humanoid", EPISODE_STEPS),
+    "metra/QuadrupedGoal-v0": ("metra_gym.envs.dmc:QuadrupedGoalEnv", EPISODE_STEPS),
+    "metra/HumanoidGoal-v0": ("metra_gym.envs.dmc:HumanoidGoalEnv", EPISODE_STEPS),
 }
 
 
@@ -28,6 +44,16 @@ _SKILL_ENVS: dict[str, dict[str, object]] = {
     "metra/AntMultiGoalsSkills-v0": {"env": "metra/AntMultiGoals-v0", "checkpoint": "ant"},
     "metra/HalfCheetahGoalSkills-v0": {"env": "metra/HalfCheetahGoal-v0", "checkpoint": "half_cheetah"},
     "metra/HalfCheetahHurdleSkills-v0": {"env": "metra/HalfCheetahHurdle-v0", "checkpoint": "half_cheetah"},
+    # DeepMind Control: K = 50 control steps = 25 policy steps per skill, 8 skills = 400 control steps, on the state
+    # observation (skill checkpoints are state-based for now; the named ones are not bundled yet: pass checkpoint=).
+    "metra/QuadrupedSkills-v0": {"env": "metra/Quadruped-v0", "checkpoint": "quadruped_state",
+                                 "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
+    "metra/HumanoidSkills-v0": {"env": "metra/Humanoid-v0", "checkpoint": "humanoid_state",
+                                "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
+    "metra/QuadrupedGoalSkills-v0": {"env": "metra/QuadrupedGoal-v0", "checkpoint": "quadruped_state",
+                                     "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
+    "metra/HumanoidGoalSkills-v0": {"env": "metra/HumanoidGoal-v0", "checkpoint": "humanoid_state",
+                                    "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
 }
 
 

@@ -69,7 +69,7 @@ def locate_checkpoint(checkpoint: str | Path, revision: str | None = None) -> tu
         # The cache's snapshot folder is named by the commit: pin it, so a reload gets these very files.
         return folder, f"{HUB_PREFIX}{repo_id}@{folder.name if _COMMIT.match(folder.name) else revision or 'main'}"
     raise CheckpointError(f"unknown checkpoint {text!r}: bundled names are {bundled_checkpoints()}; "
-                          "or give a local folder, or a Hub repo as 'org/name' or 'hf://org/name@rev'")
+                          "or pass checkpoint= a local folder, or a Hub repo as 'org/name' or 'hf://org/name@rev'")
 
 
 def resolve_checkpoint(checkpoint: str | Path, revision: str | None = None) -> Path:

@@ -15,17 +15,15 @@ from typing import Any
 import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
-from metra_gym.registration import EPISODE_STEPS
+from metra_gym.registration import EPISODE_STEPS, ZERO_SHOT_GOAL_RANGES
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.evaluation.coverage import SkillRollouts
 
-GOAL_RANGE = {"metra/Ant-v0": 50.0, "metra/HalfCheetah-v0": 100.0, "metra/PointMass-v0": 20.0}
-
 
 def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np.ndarray:
-    if env_id not in GOAL_RANGE:
-        raise ValueError(f"no goal distribution for {env_id!r}; zero-shot goals are defined for {sorted(GOAL_RANGE)}")
-    scale = GOAL_RANGE[env_id]
+    if env_id not in ZERO_SHOT_GOAL_RANGES:
+        raise ValueError(f"no goal distribution for {env_id!r}; zero-shot goals are defined for {sorted(ZERO_SHOT_GOAL_RANGES)}")
+    scale = ZERO_SHOT_GOAL_RANGES[env_id]
     return np.random.default_rng(seed).uniform(-scale, scale, (n_goals, n_coordinates))
 
 
@@ -65,7 +63,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
     policy = SkillPolicy.from_pretrained(checkpoint)
     trained = reach_goals(policy, n_goals, seed=seed)
     result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
-                              "seed": seed, "goal_range": GOAL_RANGE[policy.env_id],
+                              "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
                               "trained": {k: trained[k] for k in ("mean", "ci95", "median", "distances")}}
     if baseline:
         with tempfile.TemporaryDirectory() as tmp:
