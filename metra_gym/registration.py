@@ -23,7 +23,7 @@ ZERO_SHOT_GOAL_RANGES: dict[str, float] = {"metra/Ant-v0": 50.0, "metra/HalfChee
 _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
     "metra/Ant-v0": ("metra_gym.envs.locomotion:MetraAntEnv", EPISODE_STEPS),
     "metra/HalfCheetah-v0": ("metra_gym.envs.locomotion:MetraHalfCheetahEnv", EPISODE_STEPS),
-    "metra/PointMass-v0": ("metra_gym.envs.point_mass:PointMassEnv", 50),
+    "metra/PointMass-v0": ("metra_gym.envs.point_mass:make_point_mass", 50),  # obs_type="pixels": 48x48 views
     # Downstream tasks (paper appendix): low-level envs of 200 steps, task information after the pretraining obs.
     "metra/AntMultiGoals-v0": ("metra_gym.envs.tasks:AntMultiGoalsEnv", EPISODE_STEPS),
     "metra/HalfCheetahGoal-v0": ("metra_gym.envs.tasks:HalfCheetahGoalEnv", EPISODE_STEPS),

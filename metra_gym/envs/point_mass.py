@@ -24,26 +24,69 @@ class PointMassEnv(gym.Env, EzPickle):
         >>> bool(obs[0] > 0.8)
         True
 
+    With ``obs_type="pixels"`` the observation is instead a top-down ``image_size`` x ``image_size`` RGB view
+    (uint8) of a floor coloured like pixel METRA's DeepMind Control floor (R and G rise with x and y over
+    ``[-floor_half_size, floor_half_size]``, B = 128, a faint 1 m grid so that motion shows), centred on the
+    mass: the smallest pixel environment on which pixel METRA can be tested on a CPU.
+
     :param max_speed: distance moved by a full action in one step.
     :param reset_noise_scale: half-width of the uniform noise on the initial position.
+    :param obs_type: ``"state"`` (the position) or ``"pixels"`` (the view).
+    :param image_size: side of the pixel view.
+    :param view_half_size: half-width of the viewed square in metres.
+    :param floor_half_size: half-width of the coloured floor in metres (colours saturate beyond it).
     """
 
     metadata = {"render_modes": []}
+    OBS_TYPES = ("state", "pixels")
 
-    def __init__(self, max_speed: float = 1.0, reset_noise_scale: float = 0.1) -> None:
+    def __init__(self, max_speed: float = 1.0, reset_noise_scale: float = 0.1, obs_type: str = "state",
+                 image_size: int = 48, view_half_size: float = 6.0, floor_half_size: float = 30.0) -> None:
+        if obs_type not in self.OBS_TYPES:
+            raise ValueError(f"obs_type must be one of {self.OBS_TYPES}, got {obs_type!r}")
         self.max_speed = float(max_speed)
         self.reset_noise_scale = float(reset_noise_scale)
-        self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self.obs_type, self.image_size = obs_type, int(image_size)
+        self.view_half_size, self.floor_half_size = float(view_half_size), float(floor_half_size)
+        if obs_type == "pixels":
+            self.observation_space = spaces.Box(0, 255, (self.image_size, self.image_size, 3), np.uint8)
+            offsets = (np.arange(self.image_size) + 0.5) / self.image_size * 2 * self.view_half_size - self.view_half_size
+            self._view_x, self._view_y = offsets[None, :], offsets[::-1, None]  # image rows run from +y down
+        else:
+            self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self._position = np.zeros(2)
-        EzPickle.__init__(self, max_speed=max_speed, reset_noise_scale=reset_noise_scale)
+        EzPickle.__init__(self, max_speed=max_speed, reset_noise_scale=reset_noise_scale, obs_type=obs_type,
+                          image_size=image_size, view_half_size=view_half_size, floor_half_size=floor_half_size)
+
+    def _obs(self) -> np.ndarray:
+        if self.obs_type == "state":
+            return self._position.astype(np.float32)
+        x = np.broadcast_to(self._position[0] + self._view_x, (self.image_size, self.image_size))
+        y = np.broadcast_to(self._position[1] + self._view_y, (self.image_size, self.image_size))
+        ramp = 2 * self.floor_half_size
+        grid = ((np.abs(x - np.round(x)) < 0.06) | (np.abs(y - np.round(y)) < 0.06)) * 24.0
+        image = np.stack([np.clip((x + self.floor_half_size) / ramp, 0, 1) * 231 + grid,
+                          np.clip((y + self.floor_half_size) / ramp, 0, 1) * 231 + grid,
+                          np.full_like(x, 128.0)], axis=-1)
+        return image.astype(np.uint8)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         self._position = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 2)
-        return self._position.astype(np.float32), {"coordinates": self._position.copy()}
+        return self._obs(), {"coordinates": self._position.copy()}
 
     def step(self, action: np.ndarray):
         action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
         self._position = self._position + self.max_speed * action
-        return self._position.astype(np.float32), 0.0, False, False, {"coordinates": self._position.copy()}
+        return self._obs(), 0.0, False, False, {"coordinates": self._position.copy()}
+
+
+def make_point_mass(obs_type: str = "state", frame_stack: int = 3, **kwargs: Any) -> gym.Env:
+    """The point mass; with ``obs_type="pixels"`` its views are stacked ``frame_stack`` deep, as in pixel METRA."""
+    env = PointMassEnv(obs_type=obs_type, **kwargs)
+    if obs_type == "pixels":
+        from metra_gym.wrappers import ChannelStackObservation
+
+        return ChannelStackObservation(env, frame_stack)
+    return env

@@ -21,4 +21,29 @@ def skill_learner(config) -> tuple[type[SkillLearner], dict[str, Any]]:
         return METRALearner, {"phi_net_arch": config.phi_hidden, "phi_learning_rate": config.learning_rate,
                               "dual_learning_rate": config.dual_learning_rate, "dual_slack": config.dual_slack,
                               "dual_lam_init": config.dual_lam_init, "optimizer_kwargs": optimizer_kwargs}
+    # The baselines' networks take the phi width (phi_width, else net_width) and the networks' learning rate.
+    if config.algo == "lsd":
+        from pretrain.algorithms.lsd import LSDLearner
+
+        return LSDLearner, {"phi_net_arch": config.phi_hidden, "phi_learning_rate": config.learning_rate,
+                            "optimizer_kwargs": optimizer_kwargs}
+    if config.algo == "diayn":
+        from pretrain.algorithms.diayn import DIAYNLearner
+
+        return DIAYNLearner, {"discriminator_net_arch": config.phi_hidden,
+                              "discriminator_learning_rate": config.learning_rate,
+                              "learn_std": config.diayn_learn_std, "optimizer_kwargs": optimizer_kwargs}
+    if config.algo == "dads":
+        from pretrain.algorithms.dads import DADSLearner
+
+        return DADSLearner, {"dynamics_net_arch": config.phi_hidden, "dynamics_learning_rate": config.learning_rate,
+                             "alt_skills": config.dads_alt_skills, "batch_norm": config.dads_batch_norm,
+                             "optimizer_kwargs": optimizer_kwargs}
+    if config.algo == "cic":
+        from pretrain.algorithms.cic import CICLearner
+
+        return CICLearner, {"cic_net_arch": config.phi_hidden, "cic_learning_rate": config.learning_rate,
+                            "temperature": config.cic_temperature, "knn_k": config.cic_knn_k,
+                            "knn_clip": config.cic_knn_clip, "project_skill": config.cic_project_skill,
+                            "optimizer_kwargs": optimizer_kwargs}
     raise ValueError(f"unknown algo {config.algo!r}")

@@ -38,6 +38,9 @@ class TrainingCoverage(BaseCallback):
 def actor_act(model) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """The deterministic skill policy of an SB3 METRA model as ``act(obs, z)``, scaled to the action space."""
 
+    if getattr(model, "pixels", False):  # SB3 transposes and scales the images itself
+        return lambda obs, skills: model.predict({"pixels": obs, "skill": skills}, deterministic=True)[0]
+
     def act(obs: np.ndarray, skills: np.ndarray) -> np.ndarray:
         with th.no_grad():
             x = th.as_tensor(np.concatenate([obs, skills], axis=1), dtype=th.float32, device=model.device)

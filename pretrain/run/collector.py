@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.type_aliases import RolloutReturn
 
 
@@ -112,6 +113,10 @@ class OverlappedCollector:
     def __init__(self, config, actor: th.nn.Module, n_workers: int = 1) -> None:
         import io
 
+        from pretrain.run.config import ConfigError
+
+        if not isinstance(actor.features_extractor, FlattenExtractor):
+            raise ConfigError("collector=overlapped supports flat observations; pixel runs use collector=sequential")
         self.n_envs, self.steps, self.seed = config.n_envs, config.episode_steps, config.seed
         buffer = io.BytesIO()
         th.save(actor, buffer)

@@ -21,16 +21,27 @@ class ConfigError(ValueError):
 
 
 # Choices, said once (the trainer maps them to classes; listed here so that the CLI stays light).
-ALGORITHMS = ("metra",)
+ALGORITHMS = ("metra", "lsd", "diayn", "dads", "cic")
 BACKBONES = ("sac", "crossq", "tqc")
 INITS = ("torch", "official")
 COLLECTORS = ("sequential", "overlapped")
 MAX_ENVS = 256  # more environments in one process than this is a typo, not a plan
+# The keys only one algorithm reads. Every other key (networks, SAC, environment, schedule) is shared; the baselines'
+# networks take the phi width and the networks' learning rate.
+ALGORITHM_KEYS: dict[str, tuple[str, ...]] = {
+    "metra": ("dual_slack", "dual_lam_init", "dual_learning_rate"),
+    "lsd": (),
+    "diayn": ("diayn_learn_std",),
+    "dads": ("dads_alt_skills", "dads_batch_norm"),
+    "cic": ("cic_temperature", "cic_knn_k", "cic_knn_clip", "cic_project_skill"),
+}
+_KEY_ALGORITHM = {key: algo for algo, keys in ALGORITHM_KEYS.items() for key in keys}
 
 
 @dataclass
 class PretrainConfig:
-    """Everything a METRA pretraining run depends on. Defaults are the paper's values for state Ant."""
+    """Everything a pretraining run depends on. Defaults are the METRA paper's values for state Ant; the keys of one
+    algorithm (:data:`ALGORITHM_KEYS`) default to its own paper's values."""
 
     algo: str = "metra"
     backbone: str = "sac"                  # off-policy RL: sac (the paper's), crossq or tqc (sb3-contrib)
@@ -46,7 +57,8 @@ class PretrainConfig:
     net_width: int = 256                   # hidden units of every network (paper: 1024)...
     net_layers: int = 2
     critic_width: int | None = None        # ... unless the critics' width is given (null: net_width)
-    phi_width: int | None = None           # ... or phi's (null: net_width)
+    phi_width: int | None = None           # ... or phi's, and the other learners' networks (null: net_width)
+    encoder_channels: list[int] | None = None  # pixels: channels of the CNN's 4 convolutions (null: 48-96-192-384)
     learning_rate: float = 1e-4            # Adam, networks: policy, critics, phi
     dual_learning_rate: float = 1e-4       # Adam, log lambda
     alpha_learning_rate: float = 1e-4      # Adam, log alpha
@@ -64,6 +76,13 @@ class PretrainConfig:
     target_entropy: float | None = None
     dual_slack: float = 1e-3
     dual_lam_init: float = 30.0
+    diayn_learn_std: bool = True           # diayn, continuous skills: learn the std of q(z|s') (official), else 1
+    dads_alt_skills: int = 100             # dads: L, alternative skills per transition in the reward (paper: 100)
+    dads_batch_norm: bool = True           # dads: batch-normalise the skill dynamics' input and target (official)
+    cic_temperature: float = 0.5           # cic: temperature of the contrastive logits (paper: 0.5)
+    cic_knn_k: int = 12                    # cic: neighbours of the k-NN entropy reward (paper: 12)
+    cic_knn_clip: float = 0.0005           # cic: clip of the normalised k-NN distances (paper: 0.0005)
+    cic_project_skill: bool = True         # cic: project z with an MLP (paper: yes)
     timeout_done: bool = True
     eval_every: int = 100
     eval_skills: int = 48
@@ -102,7 +121,8 @@ class PretrainConfig:
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
         positive = ["n_envs", "episode_steps", "gradient_steps", "epochs", "net_width", "net_layers", "batch_size",
-                    "buffer_size", "eval_every", "eval_skills", "save_every", "torch_threads", "collector_workers"]
+                    "buffer_size", "eval_every", "eval_skills", "save_every", "torch_threads", "collector_workers",
+                    "dads_alt_skills", "cic_knn_k"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -117,6 +137,9 @@ class PretrainConfig:
                               f"({self.collector_workers}): each worker steps the same number of environments")
         if self.snapshot_every < 0:
             raise ConfigError(f"snapshot_every must be >= 0 (0: no snapshots), got {self.snapshot_every}")
+        if self.algo == "cic" and self.cic_knn_k > self.batch_size:
+            raise ConfigError(f"cic_knn_k ({self.cic_knn_k}) must be <= batch_size ({self.batch_size}): the k-NN "
+                              "reward looks for neighbours within a minibatch")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if self.buffer_size < max(self.batch_size, self.steps_per_epoch):
@@ -126,6 +149,7 @@ class PretrainConfig:
         ranges = [("learning_rate", 0, None, False, None), ("dual_learning_rate", 0, None, False, None),
                   ("alpha_learning_rate", 0, None, False, None), ("alpha_init", 0, None, False, None),
                   ("dual_lam_init", 0, None, False, None), ("dual_slack", 0, None, True, None),
+                  ("cic_temperature", 0, None, False, None), ("cic_knn_clip", 0, None, True, None),
                   ("gamma", 0, 1, False, True), ("tau", 0, 1, False, True)]
         for name, low, high, low_ok, high_ok in ranges:
             value = getattr(self, name)
@@ -178,7 +202,8 @@ def _parse_override(item: str) -> tuple[str, Any]:
 
 
 def build_config(values: dict[str, Any]) -> PretrainConfig:
-    """A validated config from a mapping; unknown keys are an error that suggests the closest valid key."""
+    """A validated config from a mapping; unknown keys are an error that suggests the closest valid key, and so is
+    a key of another algorithm than ``algo`` (see :func:`_check_algorithm_keys`)."""
     names = [f.name for f in dataclasses.fields(PretrainConfig)]
     for key in values:
         if key not in names:
@@ -195,6 +220,11 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
         if default is None:  # optional keys: null, or a value of the type the annotation names
             if value is None:
                 continue
+            if "list" in str(f.type):
+                if not (isinstance(value, list) and value and all(type(v) is int and v > 0 for v in value)):
+                    raise ConfigError(f"config key {f.name!r} must be a list of positive integers or null, "
+                                      f"got {value!r}")
+                continue
             expected = float if "float" in str(f.type) else int
         else:
             expected = type(default)
@@ -205,11 +235,36 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
                 raise ConfigError(f"config key {f.name!r} must be a number, got {value!r}") from None
         elif value is not None and expected in (int, bool, str) and type(value) is not expected:
             raise ConfigError(f"config key {f.name!r} must be {expected.__name__}, got {value!r}")
+    _check_algorithm_keys(values, config)
     return config.validate()
 
 
+def _check_algorithm_keys(values: dict[str, Any], config: PretrainConfig) -> None:
+    """Refuse a key of ``values`` that belongs to another algorithm than ``config.algo``, unless it has its default
+    value: a saved run's config.yaml (and a checkpoint's provenance) lists every key, the other algorithms' at their
+    defaults, and must build again."""
+    if config.algo not in ALGORITHM_KEYS:
+        return  # validate() names the choices
+    defaults = PretrainConfig()
+    for key in values:
+        owner = _KEY_ALGORITHM.get(key)
+        if owner is not None and owner != config.algo and getattr(config, key) != getattr(defaults, key):
+            raise ConfigError(f"config key {key!r} is an option of algo {owner}, but algo is {config.algo!r}; "
+                              f"remove it, or set algo={owner}")
+
+
 def load_config(name_or_path: str, overrides: list[str] | None = None) -> PretrainConfig:
-    """Read a bundled or file config and apply ``key=value`` overrides (values parsed as YAML)."""
+    """Read a bundled or file config and apply ``key=value`` overrides (values parsed as YAML).
+
+    A config file's algorithm-specific keys configure the file's own algorithm (its ``algo``, METRA when it names
+    none, as the bundled ones do). When an override switches ``algo`` they are left behind, so that
+    ``--config ant --set algo=diayn`` runs DIAYN with its own defaults; a key of another algorithm given as an
+    override, or in a file for another algorithm than the file's own, is still an error.
+    """
     values = _read_yaml(name_or_path)
-    values.update(dict(_parse_override(item) for item in overrides or []))
+    overrides_given = dict(_parse_override(item) for item in overrides or [])
+    file_algo = values.get("algo", PretrainConfig.algo)
+    if isinstance(file_algo, str) and overrides_given.get("algo", file_algo) != file_algo:
+        values = {k: v for k, v in values.items() if k not in ALGORITHM_KEYS.get(file_algo, ())}
+    values.update(overrides_given)
     return build_config(values)

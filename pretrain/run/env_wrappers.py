@@ -14,6 +14,10 @@ from pretrain.algorithms.common.skills import sample_skills, validate_skill_spec
 class SkillConditioned(gym.Wrapper):
     """Draw one skill z per episode from METRA's prior and append it to every observation.
 
+    A flat observation becomes ``[obs, z]`` (float32); an image observation (uint8, ``(H, W, C)``) becomes the
+    Dict ``{"pixels": image, "skill": z}``, so that pixels stay uint8 (SB3 transposes and scales them, and
+    :class:`pretrain.run.pixel_replay.FrameStackReplayBuffer` stores each frame once).
+
     ``reset(options={"skill": z})`` runs a chosen skill instead (evaluation). The skill is drawn from the
     environment's own ``np_random``, so seeding the environment seeds the skills. ``info["skill"]`` holds z.
 
@@ -24,7 +28,7 @@ class SkillConditioned(gym.Wrapper):
         >>> obs.shape, float(obs[2:].sum())
         ((5,), 1.0)
 
-    :param env: an environment with a 1-D Box observation space.
+    :param env: an environment with a 1-D Box or a uint8 (H, W, C) image observation space.
     :param skill_dim: size of z.
     :param discrete: one-hot skills instead of unit vectors.
     """
@@ -33,8 +37,15 @@ class SkillConditioned(gym.Wrapper):
         super().__init__(env)
         validate_skill_spec(skill_dim, discrete)
         self.skill_dim, self.discrete = skill_dim, discrete
-        obs_dim = env.observation_space.shape[0]
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim + skill_dim,), np.float32)
+        space = env.observation_space
+        skill_space = gym.spaces.Box(-1.0, 1.0, (skill_dim,), np.float32)
+        self.pixels = isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8
+        if self.pixels:
+            self.observation_space = gym.spaces.Dict({"pixels": space, "skill": skill_space})
+        elif isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+            self.observation_space = gym.spaces.Box(-np.inf, np.inf, (space.shape[0] + skill_dim,), np.float32)
+        else:
+            raise ValueError(f"skill conditioning needs a flat Box or a uint8 (H, W, C) image observation, got {space}")
         self.skill = np.zeros(skill_dim, dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -52,7 +63,9 @@ class SkillConditioned(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._with_skill(obs), reward, terminated, truncated, info
 
-    def _with_skill(self, obs: np.ndarray) -> np.ndarray:
+    def _with_skill(self, obs: np.ndarray) -> np.ndarray | dict[str, np.ndarray]:
+        if self.pixels:
+            return {"pixels": obs, "skill": self.skill.copy()}
         return np.concatenate([np.asarray(obs, dtype=np.float32), self.skill])
 
 

@@ -26,11 +26,13 @@ from stable_baselines3.common.vec_env import VecEnv
 import metra_gym  # noqa: F401  (registers the metra/ ids)
 from pretrain.algorithms import skill_learner
 from pretrain.algorithms.common.backbones import AUTO_HALF, BACKBONES, SkillDiscoveryMixin
+from pretrain.algorithms.common.pixel_encoder import PAPER_CHANNELS, PixelFeaturesExtractor
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.run.callbacks import EpochCallback, TrainingCoverage
 from pretrain.run.collector import OverlappedCollector
 from pretrain.run.config import ConfigError, PretrainConfig, build_config
 from pretrain.run.env_wrappers import NormalizeObservationPreset, SkillConditioned
+from pretrain.run.pixel_replay import FrameStackReplayBuffer
 from pretrain.run.run_state import load_run_state, run_state_dir, save_run_state, verify_files
 from pretrain.run.signals import StopOnSignal
 from pretrain.run.vec_env import NoCopyDummyVecEnv
@@ -45,7 +47,7 @@ def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
 
     def make() -> gym.Env:
         env = gym.make(config.env_id, max_episode_steps=config.episode_steps, **config.env_kwargs)
-        return NormalizeObservationPreset(env, config.normalizer)
+        return env if config.normalizer == "none" else NormalizeObservationPreset(env, config.normalizer)
 
     try:
         probe = make()
@@ -84,12 +86,35 @@ def algorithm_class(config: PretrainConfig) -> type[SkillDiscoveryMixin]:
     return BACKBONES[config.backbone]
 
 
+def pixel_settings(config: PretrainConfig, venv: VecEnv) -> dict[str, Any]:
+    """What a pixel run changes: the paper's CNN as the policy's and critics' features extractor (actor and critics
+    each their own), phi's own CNN, and the replay buffer that stores each frame once. Empty for flat observations."""
+    if not isinstance(venv.observation_space, gym.spaces.Dict):
+        return {}
+    for key, supported in (("algo", "metra"), ("backbone", "sac"), ("collector", "sequential")):
+        if getattr(config, key) != supported:
+            raise ConfigError(f"pixel observations ({config.env_id}) need {key}={supported}; got {getattr(config, key)}")
+    image = venv.observation_space["pixels"]  # channels-last, as the environment renders
+    channels = tuple(config.encoder_channels or PAPER_CHANNELS)
+    encoder = {"in_channels": int(image.shape[2]), "image_size": int(image.shape[0]),
+               "image_width": int(image.shape[1]), "channels": channels}
+    return {"phi_encoder": encoder, "replay_buffer_class": FrameStackReplayBuffer,
+            "policy_kwargs": {"features_extractor_class": PixelFeaturesExtractor,
+                              "features_extractor_kwargs": {"channels": channels},
+                              "share_features_extractor": False}}
+
+
 def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillDiscoveryMixin:
     """A new model of the config's algorithm on its backbone, logging to ``run_dir/tb``."""
     learner_class, learner_kwargs = skill_learner(config)
+    pixels = pixel_settings(config, venv)
+    if pixels:
+        learner_kwargs = {**learner_kwargs, "phi_encoder": pixels["phi_encoder"]}
     backbone_kwargs: dict[str, Any] = {} if config.backbone == "crossq" else {"tau": config.tau}  # CrossQ: no targets
+    if pixels:
+        backbone_kwargs["replay_buffer_class"] = pixels["replay_buffer_class"]
     return algorithm_class(config)(
-        "MlpPolicy",
+        "MultiInputPolicy" if pixels else "MlpPolicy",
         venv,
         skill_dim=config.skill_dim,
         discrete_skills=config.discrete_skills,
@@ -108,7 +133,7 @@ def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillDis
         gradient_steps=config.gradient_steps,
         ent_coef=f"auto_{config.alpha_init}" if config.learn_alpha else config.alpha_init,
         target_entropy=AUTO_HALF if config.target_entropy is None else config.target_entropy,
-        policy_kwargs=policy_kwargs(config),
+        policy_kwargs={**policy_kwargs(config), **pixels.get("policy_kwargs", {})},
         tensorboard_log=str(run_dir / "tb"),
         seed=config.seed,
         device=config.device,

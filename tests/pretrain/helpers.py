@@ -2,6 +2,9 @@
 
 from pathlib import Path
 
+import numpy as np
+import torch as th
+
 from pretrain.run.config import load_config
 from pretrain.run.trainer import build_model, env_factory, training_env
 
@@ -12,3 +15,13 @@ def tiny_model(tmp_path: Path, **overrides):
     config = load_config("point_mass", items)
     venv = training_env(config, env_factory(config))
     return build_model(config, venv, tmp_path), config
+
+
+def skill_step_batch(step: float, n: int = 256):
+    """(obs, next_obs, z): transitions of the point mass moving ``step`` along a random unit skill z."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((n, 2))
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    obs = rng.uniform(-3, 3, (n, 2))
+    return (th.as_tensor(obs, dtype=th.float32), th.as_tensor(obs + step * z, dtype=th.float32),
+            th.as_tensor(z, dtype=th.float32))

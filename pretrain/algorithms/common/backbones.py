@@ -114,16 +114,25 @@ class SkillDiscoveryMixin:
             self._setup_model()
 
     @property
+    def pixels(self) -> bool:
+        """Whether observations are ``{"pixels": image, "skill": z}`` (else the flat ``[obs, z]``)."""
+        return isinstance(self.observation_space, spaces.Dict)
+
+    @property
     def obs_dim(self) -> int:
-        """Size of the environment observation, without the skill."""
+        """Size of the environment observation, without the skill (for pixels: the number of pixel values)."""
+        if self.pixels:
+            return int(np.prod(self.observation_space["pixels"].shape))
         return int(self.observation_space.shape[0]) - self.skill_dim
 
     def _setup_model(self) -> None:
         space = self.observation_space
-        if not isinstance(space, spaces.Box) or len(space.shape) != 1 or space.shape[0] <= self.skill_dim:
+        flat = isinstance(space, spaces.Box) and len(space.shape) == 1 and space.shape[0] > self.skill_dim
+        image = isinstance(space, spaces.Dict) and set(space.spaces) == {"pixels", "skill"}
+        if not (flat or image):
             raise ValueError(f"skill discovery needs a flat Box observation [obs, z] longer than "
-                             f"skill_dim={self.skill_dim}, got {space}; wrap the environment in "
-                             "pretrain.run.env_wrappers.SkillConditioned")
+                             f"skill_dim={self.skill_dim} or a Dict {{'pixels', 'skill'}}, got {space}; wrap the "
+                             "environment in pretrain.run.env_wrappers.SkillConditioned")
         if self.skill_learner_class is None:
             raise ValueError("give skill_learner_class (e.g. pretrain.algorithms.metra.METRALearner)")
         if self.target_entropy == AUTO_HALF:
@@ -162,8 +171,10 @@ class SkillDiscoveryMixin:
 
     # --- one minibatch -----------------------------------------------------------------------------------
 
-    def split(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        """``[obs, z]`` -> (obs, z)."""
+    def split(self, obs: th.Tensor | dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor]:
+        """``[obs, z]`` (or ``{"pixels": image, "skill": z}``) -> (obs, z)."""
+        if isinstance(obs, dict):
+            return obs["pixels"], obs["skill"]
         return obs[:, : self.obs_dim], obs[:, self.obs_dim :]
 
     def _skill_step(self, batch: ReplayBufferSamples) -> tuple[th.Tensor, dict[str, th.Tensor]]:
@@ -230,7 +241,9 @@ class SkillSAC(SkillDiscoveryMixin, SAC):
     https://github.com/seohongpark/METRA). Parameters: :class:`SkillDiscoveryMixin` and SB3's SAC.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": SkillSACPolicy}
+    # Dict observations ({"pixels", "skill"}) go through the same policy with a pixel features extractor.
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": SkillSACPolicy,
+                                                             "MultiInputPolicy": SkillSACPolicy}
 
     def train(self, gradient_steps: int, batch_size: int = 256) -> None:
         self.policy.set_training_mode(True)

@@ -178,3 +178,23 @@ class PixelFeaturesExtractor(BaseFeaturesExtractor):
             return features
         extras = [observations[key].reshape(features.shape[0], -1).to(features.dtype) for key in self.extra_keys]
         return th.cat([features, *extras], dim=1)
+
+
+class PixelPhiNetwork(nn.Module):
+    """phi for pixel observations: its own :class:`PixelEncoder`, then a ReLU MLP to R^D (METRA's phi sees the
+    pixels only, never the skill).
+
+    :param encoder: keyword arguments of :class:`PixelEncoder` (``in_channels``, ``image_size``, ``channels``, ...).
+    :param skill_dim: D.
+    :param hidden: hidden widths of the MLP.
+    """
+
+    def __init__(self, encoder: dict, skill_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        from metra_gym.networks import mlp
+
+        self.encoder = PixelEncoder(**encoder)
+        self.head = mlp(self.encoder.output_dim, list(hidden), skill_dim, nn.ReLU)
+
+    def forward(self, pixels: th.Tensor) -> th.Tensor:
+        return self.head(self.encoder(pixels))

@@ -19,9 +19,8 @@ from stable_baselines3.common.type_aliases import GymEnv
 from torch import nn
 
 from metra_gym.networks import PhiNetwork
-from metra_gym.registration import EPISODE_STEPS
-from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.algorithms.common.policies import SkillSACPolicy
+from pretrain.algorithms.common.paper_sac import PaperSkillSAC
+from pretrain.algorithms.common.pixel_encoder import PixelPhiNetwork
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 
@@ -32,6 +31,8 @@ class METRALearner(SkillLearner):
     :param skill_dim: D, the size of z and of phi's output.
     :param discrete_skills: one-hot skills (zero-centred in the reward) instead of unit vectors.
     :param phi_net_arch: hidden widths of phi (ReLU).
+    :param phi_encoder: for pixel observations, the keyword arguments of phi's own
+        :class:`~pretrain.algorithms.common.pixel_encoder.PixelEncoder` (then ``obs_dim`` is not used).
     :param phi_learning_rate: Adam learning rate of phi.
     :param dual_learning_rate: Adam learning rate of log lambda.
     :param dual_slack: eps of the relaxed constraint ``min(eps, 1 - mean((phi(s')-phi(s))^2))``.
@@ -42,11 +43,14 @@ class METRALearner(SkillLearner):
     optimizer_names: ClassVar[tuple[str, ...]] = ("phi_optimizer", "dual_optimizer")
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, phi_net_arch: list[int] | None = None,
+                 phi_encoder: dict[str, Any] | None = None,
                  phi_learning_rate: float = 1e-4, dual_learning_rate: float = 1e-4, dual_slack: float = 1e-3,
                  dual_lam_init: float = 30.0, optimizer_kwargs: dict[str, Any] | None = None) -> None:
         super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
         self.dual_slack = dual_slack
-        self.phi = PhiNetwork(obs_dim, skill_dim, list(phi_net_arch or [1024, 1024]))
+        hidden = list(phi_net_arch or [1024, 1024])
+        self.phi = (PhiNetwork(obs_dim, skill_dim, hidden) if phi_encoder is None
+                    else PixelPhiNetwork(phi_encoder, skill_dim, hidden))
         # lambda is kept in log space so that it stays positive (official code: log_dual_lam).
         self.log_dual_lam = nn.Parameter(th.tensor([np.log(dual_lam_init)], dtype=th.float32))
         self.phi_optimizer = th.optim.Adam(self.phi.parameters(), lr=phi_learning_rate, **self.optimizer_kwargs)
@@ -93,7 +97,7 @@ class METRALearner(SkillLearner):
             group["lr"] = learning_rate
 
 
-class METRA(SkillSAC):
+class METRA(PaperSkillSAC):
     """METRA on SAC. Defaults are the paper's hyperparameters for state-based Ant (all networks 2 x 1024).
 
     :param policy: "MlpPolicy" (:class:`~pretrain.algorithms.common.policies.SkillSACPolicy`) or a policy class.
@@ -106,25 +110,15 @@ class METRA(SkillSAC):
     :param dual_learning_rate: Adam learning rate of log lambda.
     :param dual_slack: eps of the relaxed constraint.
     :param dual_lam_init: initial lambda.
-    Other parameters: :class:`~pretrain.algorithms.common.backbones.SkillDiscoveryMixin` and SB3's SAC (here with
-    METRA's defaults: lr 1e-4, alpha initial 0.01, learning after 10,000 transitions, 50 gradient steps per
-    200-step rollout).
+    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC` (the paper's SAC settings).
     """
 
-    policy_aliases: ClassVar[dict[str, type]] = {"MlpPolicy": SkillSACPolicy}
-
-    def __init__(self, policy: str | type[SkillSACPolicy], env: GymEnv | str, skill_dim: int = 2,
-                 discrete_skills: bool = False, phi_net_arch: list[int] | None = None,
-                 phi_learning_rate: float = 1e-4, dual_learning_rate: float = 1e-4, dual_slack: float = 1e-3,
-                 dual_lam_init: float = 30.0, learning_rate: float = 1e-4, learning_starts: int = 10_000,
-                 train_freq: int | tuple[int, str] = (EPISODE_STEPS, "step"), gradient_steps: int = 50,
-                 ent_coef: str | float = "auto_0.01", policy_kwargs: dict[str, Any] | None = None,
+    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
+                 phi_net_arch: list[int] | None = None, phi_learning_rate: float = 1e-4,
+                 dual_learning_rate: float = 1e-4, dual_slack: float = 1e-3, dual_lam_init: float = 30.0,
                  **kwargs: Any) -> None:
         learner_kwargs = {"phi_net_arch": phi_net_arch or [1024, 1024], "phi_learning_rate": phi_learning_rate,
                           "dual_learning_rate": dual_learning_rate, "dual_slack": dual_slack,
                           "dual_lam_init": dual_lam_init}
         super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
-                         skill_learner_class=METRALearner, skill_learner_kwargs=learner_kwargs,
-                         learning_rate=learning_rate, learning_starts=learning_starts, train_freq=train_freq,
-                         gradient_steps=gradient_steps, ent_coef=ent_coef,
-                         policy_kwargs={"net_arch": [1024, 1024]} if policy_kwargs is None else policy_kwargs, **kwargs)
+                         skill_learner_class=METRALearner, skill_learner_kwargs=learner_kwargs, **kwargs)

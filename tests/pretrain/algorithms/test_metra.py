@@ -4,7 +4,7 @@ import torch as th
 from torch import nn
 
 from pretrain.algorithms.metra import METRALearner
-from tests.pretrain.helpers import tiny_model
+from tests.pretrain.helpers import skill_step_batch, tiny_model
 
 
 class Identity2(nn.Module):
@@ -65,20 +65,10 @@ def _learner(**kwargs):
     return METRALearner(obs_dim=2, skill_dim=2, discrete_skills=False, phi_net_arch=[32, 32], **kwargs)
 
 
-def _batch(step: float, n: int = 256):
-    """Transitions of the point mass moving ``step`` along a random unit skill z."""
-    rng = np.random.default_rng(0)
-    z = rng.standard_normal((n, 2))
-    z /= np.linalg.norm(z, axis=1, keepdims=True)
-    obs = rng.uniform(-3, 3, (n, 2))
-    return (th.as_tensor(obs, dtype=th.float32), th.as_tensor(obs + step * z, dtype=th.float32),
-            th.as_tensor(z, dtype=th.float32))
-
-
 def test_one_phi_step_raises_the_reward_under_slack_and_shrinks_the_step_when_violated():
     # Slack: phi's steps are tiny at initialisation, so the constraint is inactive and phi ascends the reward.
     learner = _learner(phi_learning_rate=1e-3)
-    obs, next_obs, z = _batch(step=0.5)
+    obs, next_obs, z = skill_step_batch(step=0.5)
     assert learner.phi_step(obs, next_obs).pow(2).mean() < 0.5
     before = learner.reward(obs, next_obs, z).mean()
     learner.update(obs, next_obs, z)
@@ -100,7 +90,7 @@ def test_one_phi_step_raises_the_reward_under_slack_and_shrinks_the_step_when_vi
 def test_lambda_gradient_is_the_mean_penalty_in_log_space():
     """d/d(log lambda) of the dual loss is the mean penalty (the official code descends log lambda, not lambda)."""
     learner = _learner()
-    obs, next_obs, z = _batch(step=0.5)
+    obs, next_obs, z = skill_step_batch(step=0.5)
     penalty = learner.constraint_penalty(learner.phi_step(obs, next_obs)).mean()
     learner.update(obs, next_obs, z)  # phi moves first; lambda's gradient uses the penalty of the same forward pass
     assert learner.log_dual_lam.grad.item() == pytest.approx(penalty.item(), rel=1e-5)

@@ -1,0 +1,160 @@
+"""CIC, Contrastive Intrinsic Control (Laskin, Liu, Peng, Yarats, Rajeswaran, Abbeel, 2022,
+https://arxiv.org/abs/2202.00161) on Stable-Baselines3.
+
+Reference code: https://github.com/rll-research/cic (``agent/cic.py``, on URLB). CIC maximises
+I(tau; z) = H(tau) - H(tau | z) for transitions tau = (s, s'):
+
+- H(tau | z) is lowered by a contrastive (InfoNCE / CPC) loss: a state encoder g, a transition embedding
+  k = f(g(s), g(s')) and a skill projection q = h(z), both unit-normalised, with logits q_i^T k_j / T over the
+  minibatch and the positive pairs on the diagonal. This only shapes the representation.
+- H(tau) is the reward: a particle-based k-NN entropy estimate in the encoder's space, over the minibatch. As in
+  the reference code (``compute_apt_reward(next_obs, next_obs)``), the particles are the embeddings g(s') of the
+  batch's next states, and the reward averages over the k nearest neighbours (itself included, distance 0):
+
+      r_i = log(1 + (1/k) sum_{j in kNN(i)} max(d_ij / S - c, 0)),   d_ij = ||g(s'_i) - g(s'_j)||
+
+  where S is a running estimate of the distances' variance (the reference code's ``RMS``: it divides by its second
+  statistic although it calls it a std) and c = 0.0005 a clip.
+
+Hyperparameters (the CIC paper / reference config): temperature T = 0.5, k = 12 (the paper; the code's default is 16),
+average over the k neighbours, clip 0.0005, skill projection on, Adam lr 1e-4, 2 x 1024 ReLU networks (here:
+the phi width), embedding size = skill_dim (paper: 64-D skills). Differences: skills come from this package's prior
+(unit vectors or one-hots; CIC draws z ~ U[0, 1]^D and keeps each for 50 steps, here one per episode); the
+InfoNCE denominator is the usual one over the whole row (the reference code subtracts the constant e^(1/T) from it
+instead of the positive term); the running statistics of the k-NN distances are saved with the model (the
+reference code keeps them in a module-level global).
+
+Per minibatch: :meth:`CICLearner.update` (contrastive step, then the running statistics of the k-NN distances under
+the updated encoder), :meth:`CICLearner.reward` (the entropy reward of the minibatch), then the backbone's RL step.
+CIC has no goal-conditioned representation for zero-shot goal reaching, so it has no ``phi``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch as th
+import torch.nn.functional as F
+from stable_baselines3.common.type_aliases import GymEnv
+from torch import nn
+
+from metra_gym.networks import mlp
+from pretrain.algorithms.common.learner_parts import follow_learning_rate
+from pretrain.algorithms.common.paper_sac import PaperSkillSAC
+from pretrain.algorithms.common.skill_learner import SkillLearner
+
+
+class CICLearner(SkillLearner):
+    """CIC's state encoder g, transition embedding f and skill projection h, and the running statistics of its
+    k-NN distances.
+
+    :param obs_dim: size of the (normalised) observation.
+    :param skill_dim: D, the size of z and of every embedding.
+    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param cic_net_arch: hidden widths of g, f and h (ReLU).
+    :param cic_learning_rate: Adam learning rate of g, f and h.
+    :param temperature: T of the contrastive logits.
+    :param knn_k: k, the neighbours of the entropy estimate (itself included); at most the batch size.
+    :param knn_clip: c, subtracted from the normalised distances before they are clipped at 0.
+    :param project_skill: map z through the MLP h (else h is the identity).
+    :param optimizer_kwargs: extra Adam arguments.
+    """
+
+    optimizer_names: ClassVar[tuple[str, ...]] = ("cic_optimizer",)
+
+    def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, cic_net_arch: list[int] | None = None,
+                 cic_learning_rate: float = 1e-4, temperature: float = 0.5, knn_k: int = 12, knn_clip: float = 5e-4,
+                 project_skill: bool = True, optimizer_kwargs: dict[str, Any] | None = None) -> None:
+        super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
+        if knn_k < 1:
+            raise ValueError(f"knn_k must be >= 1, got {knn_k}")
+        self.temperature, self.knn_k, self.knn_clip = temperature, knn_k, knn_clip
+        hidden = list(cic_net_arch or [1024, 1024])
+        self.state_net = mlp(obs_dim, hidden, skill_dim, nn.ReLU)            # g(s)
+        self.pred_net = mlp(2 * skill_dim, hidden, skill_dim, nn.ReLU)       # f(g(s), g(s')): the transition key
+        self.skill_net = mlp(skill_dim, hidden, skill_dim, nn.ReLU) if project_skill else nn.Identity()  # h(z)
+        # Running mean and variance of the k-NN distances (the reference code's RMS, started at 0, 1 and 1e-4
+        # samples), float64 because the count grows by batch x k every step.
+        self.register_buffer("knn_mean", th.zeros((), dtype=th.float64))
+        self.register_buffer("knn_var", th.ones((), dtype=th.float64))
+        self.register_buffer("knn_count", th.tensor(1e-4, dtype=th.float64))
+        self.cic_optimizer = th.optim.Adam(self.parameters(), lr=cic_learning_rate, **self.optimizer_kwargs)
+
+    def contrastive_logits(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """(batch, batch) logits q_i^T k_j / T of skill i against transition j, both unit-normalised."""
+        g_s, g_next = self.state_net(th.cat([obs, next_obs])).chunk(2)
+        key = F.normalize(self.pred_net(th.cat([g_s, g_next], dim=1)), dim=1)
+        query = F.normalize(self.skill_net(z), dim=1)
+        return query @ key.T / self.temperature
+
+    def contrastive_loss(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """InfoNCE: each skill must pick its own transition among the minibatch's, mean over the batch."""
+        logits = self.contrastive_logits(obs, next_obs, z)
+        return F.cross_entropy(logits, th.arange(len(logits), device=logits.device))
+
+    def knn_distances(self, next_obs: th.Tensor) -> th.Tensor:
+        """Distances from each g(s') to its k nearest g(s') in the batch (itself first, at 0), shape (batch, k)."""
+        embedding = self.state_net(next_obs)
+        # The exact pairwise formula: the matmul shortcut leaves self-distances of about 1e-3 instead of 0.
+        distances = th.cdist(embedding, embedding, compute_mode="donot_use_mm_for_euclid_dist")
+        return distances.topk(self.knn_k, dim=1, largest=False, sorted=True).values
+
+    def update_knn_statistics(self, distances: th.Tensor) -> None:
+        """Merge a batch of distances into the running mean and variance (the reference code's RMS update)."""
+        x = distances.reshape(-1).double()
+        n, count = x.numel(), self.knn_count
+        delta = x.mean() - self.knn_mean
+        self.knn_var.copy_((self.knn_var * count + x.var() * n + delta.pow(2) * count * n / (count + n))
+                           / (count + n))
+        self.knn_mean.add_(delta * n / (count + n))
+        self.knn_count.add_(n)
+
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+        # 1. The contrastive step shapes g, f and h so that transitions identify their skill.
+        loss = self.contrastive_loss(obs, next_obs, z)
+        self.cic_optimizer.zero_grad()
+        loss.backward()
+        self.cic_optimizer.step()
+        # 2. The k-NN distances of this batch under the updated encoder join the running statistics that the
+        #    reward is normalised with (the reference code updates them as it computes the reward).
+        with th.no_grad():
+            self.update_knn_statistics(self.knn_distances(next_obs))
+        return {"cic/contrastive_loss": loss, "cic/knn_distance_var": self.knn_var.float()}
+
+    @th.no_grad()
+    def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """The k-NN entropy reward of each transition among the batch's next states, shape (batch, 1); it uses
+        neither s nor z."""
+        normalised = self.knn_distances(next_obs) / self.knn_var.to(next_obs.dtype)
+        return th.log1p((normalised - self.knn_clip).clamp(min=0).mean(dim=1, keepdim=True))
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """g, f and h follow the networks' learning rate."""
+        follow_learning_rate([self.cic_optimizer], learning_rate)
+
+
+class CIC(PaperSkillSAC):
+    """CIC on SAC, with the CIC paper's learner settings and the METRA paper's SAC settings (all networks 2 x 1024,
+    Adam lr 1e-4).
+
+    :param policy: "MlpPolicy" or a policy class.
+    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
+    :param skill_dim: D, the size of z and of the embeddings.
+    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param cic_net_arch: hidden widths of CIC's networks.
+    :param cic_learning_rate: their Adam learning rate.
+    :param temperature: T of the contrastive logits (paper: 0.5).
+    :param knn_k: neighbours of the entropy estimate (paper: 12).
+    :param knn_clip: clip of the normalised distances (paper: 0.0005).
+    :param project_skill: map z through an MLP (paper: yes).
+    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    """
+
+    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
+                 cic_net_arch: list[int] | None = None, cic_learning_rate: float = 1e-4, temperature: float = 0.5,
+                 knn_k: int = 12, knn_clip: float = 5e-4, project_skill: bool = True, **kwargs: Any) -> None:
+        learner_kwargs = {"cic_net_arch": cic_net_arch or [1024, 1024], "cic_learning_rate": cic_learning_rate,
+                          "temperature": temperature, "knn_k": knn_k, "knn_clip": knn_clip,
+                          "project_skill": project_skill}
+        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
+                         skill_learner_class=CICLearner, skill_learner_kwargs=learner_kwargs, **kwargs)

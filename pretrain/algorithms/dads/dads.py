@@ -1,0 +1,144 @@
+"""DADS, Dynamics-Aware unsupervised Discovery of Skills (Sharma, Gu, Levine, Kumar, Hausman, ICLR 2020,
+https://arxiv.org/abs/1907.01657) on Stable-Baselines3, off-policy.
+
+Reference code: https://github.com/seohongpark/METRA, ``iod/dads.py`` (the DADS baseline of the METRA paper, itself
+following https://github.com/google-research/dads). A skill-dynamics model q(s' - s | s, z) is trained by maximum
+likelihood on replay transitions, and the skill policy is rewarded with a contrastive estimate of I(s'; z | s):
+
+    r = log q(s' | s, z) - log (1/(L+1)) (q(s' | s, z) + sum_{i=1..L} q(s' | s, z_i)),   z_i ~ p(z)
+      = log(L+1) - log(1 + sum_i exp(log q(s' | s, z_i) - log q(s' | s, z)))
+
+Design choices, as in the official METRA baseline unless said otherwise:
+
+- q is a Gaussian with a fixed unit variance (``--sd_const_std 1``) whose mean, an MLP of [s, z], predicts the
+  normalised state change s' - s; no mixture of experts.
+- Batch normalisation without affine parameters (momentum 0.01) of the input s and of the target s' - s
+  (``--sd_batch_norm 1``): batch statistics in the model's gradient step (which also updates the running ones),
+  running statistics in the reward.
+- The sum includes the transition's own skill (L+1 terms, as in both official codes; the DADS paper writes L), and
+  the log-ratios are clipped to [-50, 50], so r lies in [log(L+1) - log(1 + L e^50), log(L+1)].
+- Off-policy without the paper's importance weights (the official off-policy ports leave them out too): every
+  replayed transition counts once, in the model loss and in the reward.
+- Differences: the L alternative skills come from this package's prior (unit vectors or one-hots); the official
+  METRA port draws continuous ones from N(0, I) whatever the policy's prior. The official loss also leaves out the
+  transitions stored as terminal; the learner interface has no done flags, so all transitions count (with
+  ``timeout_done`` those are time-limit ends whose s' is a real next state).
+
+Hyperparameters: the METRA paper's settings for its baselines (Adam lr 1e-4, 2 x 1024 ReLU networks), L = 100.
+DADS has no state representation for zero-shot goal reaching (its model plans in state space), so it has no ``phi``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch as th
+from stable_baselines3.common.type_aliases import GymEnv
+from torch import nn
+
+from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate, sample_prior_skills
+from pretrain.algorithms.common.paper_sac import PaperSkillSAC
+from pretrain.algorithms.common.skill_learner import SkillLearner
+
+LOG_RATIO_CLIP = 50.0  # official: exp(clip(log q_i - log q, -50, 50))
+
+
+class DADSLearner(SkillLearner):
+    """DADS's skill-dynamics model q(s' - s | s, z).
+
+    :param obs_dim: size of the (normalised) observation, and of the modelled state change.
+    :param skill_dim: D, the size of z.
+    :param discrete_skills: one-hot skills instead of unit vectors (only the alternative skills' prior differs).
+    :param dynamics_net_arch: hidden widths of the model's mean network (ReLU).
+    :param dynamics_learning_rate: Adam learning rate of the model.
+    :param alt_skills: L, the number of alternative skills per transition in the reward's denominator.
+    :param batch_norm: batch-normalise the model's input s and target s' - s (official: on).
+    :param optimizer_kwargs: extra Adam arguments.
+    """
+
+    optimizer_names: ClassVar[tuple[str, ...]] = ("dynamics_optimizer",)
+
+    def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, dynamics_net_arch: list[int] | None = None,
+                 dynamics_learning_rate: float = 1e-4, alt_skills: int = 100, batch_norm: bool = True,
+                 optimizer_kwargs: dict[str, Any] | None = None) -> None:
+        super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
+        if alt_skills < 1:
+            raise ValueError(f"alt_skills must be >= 1, got {alt_skills}")
+        self.alt_skills = alt_skills
+        self.dynamics = GaussianMLP(obs_dim + skill_dim, obs_dim, list(dynamics_net_arch or [1024, 1024]),
+                                    learn_std=False, init_std=1.0)
+
+        def norm() -> nn.Module:
+            return nn.BatchNorm1d(obs_dim, momentum=0.01, affine=False) if batch_norm else nn.Identity()
+
+        self.input_norm, self.target_norm = norm(), norm()
+        self.dynamics_optimizer = th.optim.Adam(self.dynamics.parameters(), lr=dynamics_learning_rate,
+                                                **self.optimizer_kwargs)
+
+    def normalised(self, obs: th.Tensor, next_obs: th.Tensor, training: bool) -> tuple[th.Tensor, th.Tensor]:
+        """The model's input s and target s' - s, normalised with batch statistics (``training``, which also updates
+        the running statistics) or with the running ones."""
+        self.input_norm.train(training)
+        self.target_norm.train(training)
+        return self.input_norm(obs), self.target_norm(next_obs - obs)
+
+    def log_prob(self, x: th.Tensor, target: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """log q(target | x, z) for normalised x and target, shape (batch,)."""
+        return self.dynamics.log_prob(th.cat([x, z], dim=1), target)
+
+    def sample_alt_skills(self, n: int, device: th.device) -> th.Tensor:
+        """``n`` alternative skills from the prior."""
+        return sample_prior_skills(n, self.skill_dim, self.discrete_skills, device)
+
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+        # Maximum likelihood of the observed state change under the transition's own skill.
+        x, target = self.normalised(obs, next_obs, training=True)
+        log_q = self.log_prob(x, target, z)
+        loss = -log_q.mean()
+        self.dynamics_optimizer.zero_grad()
+        loss.backward()
+        self.dynamics_optimizer.step()
+        return {"dads/dynamics_loss": loss}
+
+    @th.no_grad()
+    def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """r = log(L+1) - log(1 + sum_i exp(clip(log q(s'|s,z_i) - log q(s'|s,z))))  with z_i ~ p(z), shape
+        (batch, 1)."""
+        x, target = self.normalised(obs, next_obs, training=False)
+        log_q = self.log_prob(x, target, z)
+        n, L = len(obs), self.alt_skills
+        alt = self.sample_alt_skills(n * L, obs.device)
+        log_q_alt = self.log_prob(x.repeat(L, 1), target.repeat(L, 1), alt).view(L, n)
+        log_ratio = (log_q_alt - log_q).clamp(-LOG_RATIO_CLIP, LOG_RATIO_CLIP)
+        # log(1 + sum_i exp(.)) as a logsumexp with a zero term: the same value, without overflow.
+        log_denominator = th.logsumexp(th.cat([th.zeros_like(log_ratio[:1]), log_ratio]), dim=0)
+        return (math.log(L + 1) - log_denominator).unsqueeze(1)
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """The model follows the networks' learning rate."""
+        follow_learning_rate([self.dynamics_optimizer], learning_rate)
+
+
+class DADS(PaperSkillSAC):
+    """DADS on SAC (off-policy), with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4).
+
+    :param policy: "MlpPolicy" or a policy class.
+    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
+    :param skill_dim: D, the size of z.
+    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param dynamics_net_arch: hidden widths of the skill-dynamics model.
+    :param dynamics_learning_rate: Adam learning rate of the model.
+    :param alt_skills: L, alternative skills per transition in the reward (paper: 100).
+    :param batch_norm: batch-normalise the model's input and target.
+    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    """
+
+    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
+                 dynamics_net_arch: list[int] | None = None, dynamics_learning_rate: float = 1e-4,
+                 alt_skills: int = 100, batch_norm: bool = True, **kwargs: Any) -> None:
+        learner_kwargs = {"dynamics_net_arch": dynamics_net_arch or [1024, 1024],
+                          "dynamics_learning_rate": dynamics_learning_rate, "alt_skills": alt_skills,
+                          "batch_norm": batch_norm}
+        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
+                         skill_learner_class=DADSLearner, skill_learner_kwargs=learner_kwargs, **kwargs)

@@ -1,0 +1,113 @@
+"""DIAYN, Diversity is All You Need (Eysenbach, Gupta, Ibarz, Levine, ICLR 2019, https://arxiv.org/abs/1802.06070)
+on Stable-Baselines3.
+
+Reference code: https://github.com/seohongpark/METRA, ``iod/metra.py`` with ``--inner 0 --dual_reg 0`` (the
+DIAYN baseline of the METRA paper): a discriminator q(z | s') on the *next* state, trained by maximum likelihood on
+replay transitions, and the reward
+
+    r = log q(z | s') - log p(z)
+
+- discrete skills: q is categorical (softmax over D logits) and p(z) = 1/D, so r = log softmax(logits)_z + log D
+  (0 at chance level; the official code leaves out the constant log D);
+- continuous skills: q(z | s') = N(z; mu(s'), diag sigma(s')^2) with mu and log sigma two separate MLPs (sigma
+  initially 1, at least 1e-6; the official ``GaussianMLPIndependentStdModuleEx``), or a fixed sigma = 1 with
+  ``learn_std=False``. METRA's prior is uniform on the unit sphere, whose density is a constant: as in the official
+  code, r = log q(z | s') and the constant is left out.
+
+Per minibatch: :meth:`DIAYNLearner.update` (one discriminator step), :meth:`DIAYNLearner.reward` (relabel with the
+updated discriminator), then the backbone's RL step. Hyperparameters: the METRA paper's settings for its baselines
+(Adam lr 1e-4, 2 x 1024 ReLU networks). DIAYN has no state representation for zero-shot goal reaching, so it has
+no ``phi``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch as th
+import torch.nn.functional as F
+from stable_baselines3.common.type_aliases import GymEnv
+
+from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate
+from pretrain.algorithms.common.paper_sac import PaperSkillSAC
+from pretrain.algorithms.common.skill_learner import SkillLearner
+
+
+class DIAYNLearner(SkillLearner):
+    """DIAYN's discriminator q(z | s').
+
+    :param obs_dim: size of the (normalised) observation.
+    :param skill_dim: D, the size of z.
+    :param discrete_skills: one-hot skills (categorical q) instead of unit vectors (Gaussian q).
+    :param discriminator_net_arch: hidden widths of the discriminator (ReLU), of its std network too.
+    :param discriminator_learning_rate: Adam learning rate of the discriminator.
+    :param learn_std: continuous skills: a state-dependent std network (official) instead of a fixed std of 1.
+    :param optimizer_kwargs: extra Adam arguments.
+    """
+
+    optimizer_names: ClassVar[tuple[str, ...]] = ("discriminator_optimizer",)
+
+    def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool,
+                 discriminator_net_arch: list[int] | None = None, discriminator_learning_rate: float = 1e-4,
+                 learn_std: bool = True, optimizer_kwargs: dict[str, Any] | None = None) -> None:
+        super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
+        # Discrete skills use only the mean network, as logits.
+        self.discriminator = GaussianMLP(obs_dim, skill_dim, list(discriminator_net_arch or [1024, 1024]),
+                                         learn_std=learn_std and not discrete_skills)
+        self.discriminator_optimizer = th.optim.Adam(self.discriminator.parameters(),
+                                                     lr=discriminator_learning_rate, **self.optimizer_kwargs)
+
+    def log_likelihood(self, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """log q(z | s') of each transition, shape (batch,)."""
+        if self.discrete_skills:
+            logits = self.discriminator.mean_net(next_obs)
+            return -F.cross_entropy(logits, z.argmax(dim=1), reduction="none")
+        return self.discriminator.log_prob(next_obs, z)
+
+    def log_prior(self) -> float:
+        """log p(z) as it enters the reward: -log D for one-hots; 0 (a dropped constant) on the unit sphere."""
+        return -math.log(self.skill_dim) if self.discrete_skills else 0.0
+
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+        # Maximum likelihood of the skill that produced each replayed transition.
+        log_q = self.log_likelihood(next_obs, z)
+        loss = -log_q.mean()
+        self.discriminator_optimizer.zero_grad()
+        loss.backward()
+        self.discriminator_optimizer.step()
+        stats = {"diayn/discriminator_loss": loss}
+        if self.discrete_skills:  # q's probability of the true skill (1/D at chance)
+            stats["diayn/true_skill_probability"] = log_q.detach().exp().mean()
+        return stats
+
+    @th.no_grad()
+    def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """r = log q(z | s') - log p(z) with the current discriminator, shape (batch, 1)."""
+        return (self.log_likelihood(next_obs, z) - self.log_prior()).unsqueeze(1)
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """The discriminator follows the networks' learning rate."""
+        follow_learning_rate([self.discriminator_optimizer], learning_rate)
+
+
+class DIAYN(PaperSkillSAC):
+    """DIAYN on SAC, with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4).
+
+    :param policy: "MlpPolicy" or a policy class.
+    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
+    :param skill_dim: D, the size of z.
+    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param discriminator_net_arch: hidden widths of the discriminator.
+    :param discriminator_learning_rate: Adam learning rate of the discriminator.
+    :param learn_std: continuous skills: learn a state-dependent std of q(z | s').
+    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    """
+
+    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
+                 discriminator_net_arch: list[int] | None = None, discriminator_learning_rate: float = 1e-4,
+                 learn_std: bool = True, **kwargs: Any) -> None:
+        learner_kwargs = {"discriminator_net_arch": discriminator_net_arch or [1024, 1024],
+                          "discriminator_learning_rate": discriminator_learning_rate, "learn_std": learn_std}
+        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
+                         skill_learner_class=DIAYNLearner, skill_learner_kwargs=learner_kwargs, **kwargs)

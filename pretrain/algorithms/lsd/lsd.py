@@ -1,0 +1,141 @@
+"""LSD, Lipschitz-constrained Skill Discovery (Park, Choi, Kim, Lee, Kim, ICLR 2022,
+https://arxiv.org/abs/2202.00914) on Stable-Baselines3.
+
+Reference code: https://github.com/seohongpark/LSD, and its port in https://github.com/seohongpark/METRA
+(``iod/metra.py`` with ``--dual_reg 0 --spectral_normalization 1``: the METRA update without the dual term, on a
+spectrally normalised phi). LSD learns phi: S -> R^D under the Euclidean constraint
+||phi(s') - phi(s)|| <= ||s' - s||, enforced by spectral normalisation of every linear layer (so phi is
+1-Lipschitz: each layer's largest singular value is 1 and ReLU is 1-Lipschitz), and rewards the skill policy with
+
+    r = (phi(s') - phi(s))^T z
+
+(discrete skills: z zero-centred and scaled by D/(D-1), as in METRA). phi ascends the same quantity; there is no
+multiplier. Per minibatch: :meth:`LSDLearner.update` (phi step), :meth:`LSDLearner.reward` (relabel with the
+updated phi), then the backbone's RL step.
+
+Hyperparameters are those of the METRA paper's runs (the official repository trains LSD with METRA's settings:
+Adam lr 1e-4, 2 x 1024 ReLU phi, one power iteration per forward pass). Differences from the LSD paper: skills
+here come from METRA's prior (unit vectors, not N(0, I)), and ``init="official"`` does not reach the spectrally
+normalised weights (``nn.init`` writes to the computed weight, not to the parametrised original), only their biases;
+after normalisation only the weights' directions matter.
+
+Zero-shot goal reaching is defined as for METRA: ``z = (phi(g) - phi(s)) / ||.||``. :attr:`LSDLearner.phi` gives
+phi as a plain :class:`metra_gym.networks.PhiNetwork` with the effective weights W / sigma(W), which is what
+``metra-pretrain export`` writes and :class:`metra_gym.SkillPolicy` loads.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar
+
+import torch as th
+from stable_baselines3.common.type_aliases import GymEnv
+from torch import nn
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import spectral_norm
+
+from metra_gym.networks import PhiNetwork
+from pretrain.algorithms.common.learner_parts import follow_learning_rate
+from pretrain.algorithms.common.paper_sac import PaperSkillSAC
+from pretrain.algorithms.common.skill_learner import SkillLearner
+
+
+def spectrally_normalised(phi: PhiNetwork, n_power_iterations: int = 1) -> PhiNetwork:
+    """``phi`` with every linear layer's weight parametrised as W / sigma(W) (in place; returned for chaining).
+
+    In training mode each forward pass takes ``n_power_iterations`` steps of the power method for sigma, as the
+    official code does; in eval mode the stored singular vectors are used as they are.
+    """
+    for layer in phi.net:
+        if isinstance(layer, nn.Linear):
+            spectral_norm(layer, n_power_iterations=n_power_iterations)
+    return phi
+
+
+def without_spectral_norm(phi: PhiNetwork) -> PhiNetwork:
+    """A plain copy of a spectrally normalised phi whose weights are the effective W / sigma(W) (computed from the
+    stored singular vectors, without a power iteration, so ``phi`` itself is left exactly as it was). Its
+    ``state_dict`` has the ``net.N.weight`` / ``net.N.bias`` keys of :class:`metra_gym.networks.PhiNetwork`."""
+    unwrapped = copy.deepcopy(phi).eval()
+    for layer in unwrapped.net:
+        if parametrize.is_parametrized(layer, "weight"):
+            parametrize.remove_parametrizations(layer, "weight", leave_parametrized=True)
+    # A fresh PhiNetwork, so that the state dict also lists its keys in the usual order (weight before bias).
+    linear = [layer for layer in unwrapped.net if isinstance(layer, nn.Linear)]
+    plain = PhiNetwork(linear[0].in_features, linear[-1].out_features, [layer.out_features for layer in linear[:-1]])
+    plain.load_state_dict(unwrapped.state_dict())
+    return plain.to(linear[0].bias.device).eval().requires_grad_(False)
+
+
+class LSDLearner(SkillLearner):
+    """LSD's 1-Lipschitz phi (spectral normalisation on every linear layer).
+
+    :param obs_dim: size of the (normalised) observation; phi never sees the skill.
+    :param skill_dim: D, the size of z and of phi's output.
+    :param discrete_skills: one-hot skills (zero-centred in the reward) instead of unit vectors.
+    :param phi_net_arch: hidden widths of phi (ReLU).
+    :param phi_learning_rate: Adam learning rate of phi.
+    :param n_power_iterations: power-method steps for sigma(W) per training forward pass (official: 1).
+    :param optimizer_kwargs: extra Adam arguments.
+    """
+
+    optimizer_names: ClassVar[tuple[str, ...]] = ("phi_optimizer",)
+
+    def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, phi_net_arch: list[int] | None = None,
+                 phi_learning_rate: float = 1e-4, n_power_iterations: int = 1,
+                 optimizer_kwargs: dict[str, Any] | None = None) -> None:
+        super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
+        # The trained network; `phi` (below) is its plain, exportable copy.
+        self.lipschitz_phi = spectrally_normalised(
+            PhiNetwork(obs_dim, skill_dim, list(phi_net_arch or [1024, 1024])), n_power_iterations)
+        self.phi_optimizer = th.optim.Adam(self.lipschitz_phi.parameters(), lr=phi_learning_rate,
+                                           **self.optimizer_kwargs)
+
+    @property
+    def phi(self) -> PhiNetwork:
+        """phi as a plain :class:`~metra_gym.networks.PhiNetwork` with the effective weights (a frozen copy: for
+        export, zero-shot goals and inspection; training uses :attr:`lipschitz_phi`)."""
+        return without_spectral_norm(self.lipschitz_phi)
+
+    def phi_step(self, obs: th.Tensor, next_obs: th.Tensor) -> th.Tensor:
+        """phi(s') - phi(s), with one forward pass over both batches (so one power iteration per call)."""
+        phi_s, phi_next = self.lipschitz_phi(th.cat([obs, next_obs])).chunk(2)
+        return phi_next - phi_s
+
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+        # phi ascends E[(phi(s') - phi(s))^T z]; spectral normalisation keeps every step ||.|| <= ||s' - s||.
+        delta = self.phi_step(obs, next_obs)
+        phi_loss = -(delta * self.reward_skill(z)).sum(dim=1).mean()
+        self.phi_optimizer.zero_grad()
+        phi_loss.backward()
+        self.phi_optimizer.step()
+        return {"lsd/phi_loss": phi_loss, "lsd/phi_step_norm": delta.detach().norm(dim=1).mean()}
+
+    @th.no_grad()
+    def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
+        """r = (phi(s') - phi(s))^T z with the current phi, shape (batch, 1)."""
+        return (self.phi_step(obs, next_obs) * self.reward_skill(z)).sum(dim=1, keepdim=True)
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """phi follows the networks' learning rate."""
+        follow_learning_rate([self.phi_optimizer], learning_rate)
+
+
+class LSD(PaperSkillSAC):
+    """LSD on SAC, with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4).
+
+    :param policy: "MlpPolicy" or a policy class.
+    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
+    :param skill_dim: D, the size of z and of phi's output.
+    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param phi_net_arch: hidden widths of phi.
+    :param phi_learning_rate: Adam learning rate of phi.
+    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    """
+
+    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
+                 phi_net_arch: list[int] | None = None, phi_learning_rate: float = 1e-4, **kwargs: Any) -> None:
+        learner_kwargs = {"phi_net_arch": phi_net_arch or [1024, 1024], "phi_learning_rate": phi_learning_rate}
+        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
+                         skill_learner_class=LSDLearner, skill_learner_kwargs=learner_kwargs, **kwargs)

@@ -1,0 +1,108 @@
+"""DADS: the contrastive reward over L alternative skills, the skill-dynamics step and its batch normalisation,
+save/load, exact resume, and learning on the point mass."""
+
+import math
+
+import numpy as np
+import pytest
+import torch as th
+from torch import nn
+
+from pretrain.algorithms.dads import DADS, DADSLearner
+from pretrain.run.config import load_config
+from pretrain.run.trainer import env_factory, train, training_env
+from tests.pretrain.algorithms.test_learning import random_policy_coverage
+from tests.pretrain.helpers import tiny_model
+
+TINY = ["algo=dads", "net_width=32", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100",
+        "eval_skills=4", "dads_alt_skills=8"]
+
+
+class SkillAsPrediction(nn.Module):
+    """Mean of q(s' - s | s, z) = z (obs_dim = skill_dim = 2): the input is [s, z]."""
+
+    def forward(self, x):
+        return x[:, 2:]
+
+
+def test_reward_contrasts_the_skill_with_the_alternatives():
+    learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[8], alt_skills=2,
+                          batch_norm=False)
+    learner.dynamics.mean_net = SkillAsPrediction()
+    alternatives = th.tensor([[1.0, 0.0], [0.0, 1.0]])
+    # Alternative i of every transition: rows i*n .. (i+1)*n - 1.
+    learner.sample_alt_skills = lambda n, device: alternatives.repeat_interleave(n // 2, dim=0)
+    obs = th.tensor([[0.0, 0.0], [5.0, 5.0]])
+    next_obs = obs + th.tensor([[1.0, 0.0], [0.0, -1.0]])
+    z = th.tensor([[1.0, 0.0], [0.0, -1.0]])
+    # Unit-variance Gaussian: log q_i - log q = -0.5 (||d - z_i||^2 - ||d - z||^2).
+    # Transition 0, d = z = (1, 0): ratios 0 and -1 ; transition 1, d = z = (0, -1): ratios -1 and -2.
+    expected = [math.log(3) - math.log(1 + 1 + math.exp(-1)), math.log(3) - math.log(1 + math.exp(-1) + math.exp(-2))]
+    np.testing.assert_allclose(learner.reward(obs, next_obs, z).numpy(), np.array(expected)[:, None], rtol=1e-6)
+
+
+def test_reward_is_bounded_by_log_l_plus_one_and_clipped_below():
+    learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[8], alt_skills=4,
+                          batch_norm=False)
+    learner.dynamics.mean_net = SkillAsPrediction()
+    # Every alternative (-100, 0) predicts the change exactly and the skill (1, 0) misses it by 101: each
+    # log-ratio, 101^2 / 2, is clipped at 50.
+    learner.sample_alt_skills = lambda n, device: th.tensor([[-100.0, 0.0]]).repeat(n, 1)
+    reward = learner.reward(th.zeros(1, 2), th.tensor([[-100.0, 0.0]]), th.tensor([[1.0, 0.0]]))
+    np.testing.assert_allclose(reward.numpy(), [[math.log(5) - math.log(1 + 4 * math.exp(50))]], rtol=1e-6)
+
+
+def test_batch_norm_uses_batch_statistics_in_the_step_and_running_ones_in_the_reward():
+    th.manual_seed(0)
+    learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[8], alt_skills=4)
+    obs, next_obs = th.randn(64, 2) * 5 + 3, th.randn(64, 2)
+    z = th.eye(2)[th.randint(2, (64,))]
+    learner.reward(obs, next_obs, z)
+    th.testing.assert_close(learner.input_norm.running_mean, th.zeros(2), rtol=0, atol=0)  # the reward reads only
+    learner.update(obs, next_obs, z)
+    th.testing.assert_close(learner.input_norm.running_mean, 0.01 * obs.mean(dim=0))  # momentum 0.01
+
+
+def _batch(n: int = 256):
+    """Point-mass transitions that move along their unit skill: predictable from (s, z)."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((n, 2))
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    obs = rng.uniform(-3, 3, (n, 2))
+    return (th.as_tensor(obs, dtype=th.float32), th.as_tensor(obs + z, dtype=th.float32),
+            th.as_tensor(z, dtype=th.float32))
+
+
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_one_dynamics_step_raises_the_likelihood_of_the_observed_change(batch_norm):
+    th.manual_seed(0)
+    learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[32, 32],
+                          dynamics_learning_rate=1e-3, batch_norm=batch_norm)
+    obs, next_obs, z = _batch()
+
+    def log_q():  # under the batch's own statistics, as in the step
+        return learner.log_prob(*learner.normalised(obs, next_obs, training=True), z).mean()
+
+    with th.no_grad():
+        before = log_q()
+    loss = learner.update(obs, next_obs, z)["dads/dynamics_loss"]
+    assert loss.item() == pytest.approx(-before.item(), rel=1e-5)
+    with th.no_grad():
+        assert log_q() > before + 1e-4
+
+
+def test_the_sb3_class_has_the_papers_defaults(tmp_path):
+    _, config = tiny_model(tmp_path, algo="dads")
+    model = DADS("MlpPolicy", training_env(config, env_factory(config)), dynamics_net_arch=[8],
+                 policy_kwargs={"net_arch": [8]})
+    assert (model.learning_rate, model.learning_starts, model.gradient_steps) == (1e-4, 10_000, 50)
+    assert model.skill_learner.alt_skills == 100 and isinstance(model.skill_learner.input_norm, nn.BatchNorm1d)
+
+
+def test_dads_point_mass_coverage_is_several_times_a_random_policy(tmp_path):
+    config = load_config("point_mass", ["algo=dads", "epochs=20", "eval_every=20", "save_every=20", "torch_threads=1",
+                                        "save_replay_buffer=false"])
+    trained = train(config, tmp_path / "run", verbose=0).history[-1]["policy_coverage"]
+    random_coverage = random_policy_coverage(config)
+    print(f"DADS: coverage {trained} (random {random_coverage})")
+    assert trained >= 3 * random_coverage, trained
