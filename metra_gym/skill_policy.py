@@ -47,8 +47,10 @@ class SkillPolicy:
         where = source or "the checkpoint"
         with single_threaded():  # building the modules runs parallel initialisers otherwise
             self.actor = SkillActor(self.obs_dim, self.skill_dim, self.action_dim, config["actor_hidden"])
-            self.phi_net = PhiNetwork(self.obs_dim, self.skill_dim, config["phi_hidden"])
-            for prefix, module in (("actor.", self.actor), ("phi.", self.phi_net)):
+            # DIAYN, DADS and CIC learn no representation of states: their checkpoints hold the actor only.
+            self.phi_net = None if config["phi_hidden"] is None else PhiNetwork(self.obs_dim, self.skill_dim,
+                                                                               config["phi_hidden"])
+            for prefix, module in self._modules():
                 state = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
                 try:
                     module.load_state_dict(state)
@@ -63,8 +65,24 @@ class SkillPolicy:
                 raise CheckpointError(f"the normalizer {key} in {where} has {len(normalizer[key])} entries, but "
                                       f"obs_dim is {self.obs_dim}; re-export the checkpoint")
         self.normalizer = ObservationNormalizer(normalizer["mean"], normalizer["std"])
-        self.actor.eval()
-        self.phi_net.eval()
+        for _, module in self._modules():
+            module.eval()
+
+    def _modules(self) -> list[tuple[str, torch.nn.Module]]:
+        """The networks with their weight-name prefixes in model.safetensors."""
+        return [("actor.", self.actor)] + ([("phi.", self.phi_net)] if self.phi_net is not None else [])
+
+    def require_phi(self) -> None:
+        """Raise :class:`CheckpointError` unless the checkpoint holds phi (METRA and LSD skills do)."""
+        if self.phi_net is None:
+            raise CheckpointError(f"{self.source or 'this checkpoint'} holds {self.algorithm.upper()} skills, which "
+                                  "have no state representation phi: phi and zero-shot goal reaching are defined for "
+                                  "METRA and LSD skills")
+
+    @property
+    def algorithm(self) -> str:
+        """The skill-discovery algorithm that trained these skills (``"metra"`` for older checkpoints)."""
+        return str(self.config.get("provenance", {}).get("config", {}).get("algo", "metra"))
 
     @classmethod
     def from_pretrained(cls, checkpoint: str | Path = "ant", revision: str | None = None) -> SkillPolicy:
@@ -85,8 +103,7 @@ class SkillPolicy:
         # A loaded policy is its checkpoint: pickle the reference, not torch modules (and reload verified files).
         if self.reference is not None:
             return _from_reference, (self.reference, self.source)
-        weights = {f"{prefix}{k}": v for prefix, module in (("actor.", self.actor), ("phi.", self.phi_net))
-                   for k, v in module.state_dict().items()}
+        weights = {f"{prefix}{k}": v for prefix, module in self._modules() for k, v in module.state_dict().items()}
         return type(self), (self.config, weights, self.source)
 
     @property
@@ -192,7 +209,11 @@ class SkillPolicy:
 
     @torch.no_grad()
     def phi(self, obs: Any) -> np.ndarray:
-        """phi(s) in R^D."""
+        """phi(s) in R^D.
+
+        :raises CheckpointError: for skills of an algorithm without phi (DIAYN, DADS, CIC).
+        """
+        self.require_phi()
         obs_t, single = self._obs(obs)
         with single_threaded():
             out = self.phi_net(obs_t).numpy()

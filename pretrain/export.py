@@ -38,6 +38,9 @@ def skill_env_id(env_id: str) -> str | None:
 
 def skill_tensors(model) -> dict[str, th.Tensor]:
     """The actor and phi weights of a trained model under the names of :class:`metra_gym.SkillPolicy`."""
+    if getattr(model, "pixels", False):
+        raise ConfigError("skill checkpoints hold MLP networks on state observations; exporting a pixel run is not "
+                          "supported yet (evaluate it with its run folder instead)")
     layers = list(model.actor.latent_pi)
     if not all(isinstance(layer, th.nn.Linear if i % 2 == 0 else th.nn.Tanh) for i, layer in enumerate(layers)):
         raise ConfigError(f"cannot export the actor of the {type(model).__name__} model: metra_gym's SkillActor is an "
@@ -47,10 +50,8 @@ def skill_tensors(model) -> dict[str, th.Tensor]:
     for key, value in model.actor.state_dict().items():
         prefix = next(p for p in _ACTOR_PREFIXES if key.startswith(p))
         tensors["actor." + _ACTOR_PREFIXES[prefix] + key[len(prefix):]] = value
-    phi = getattr(model.skill_learner, "phi", None)
-    if phi is None:
-        raise ConfigError(f"{type(model.skill_learner).__name__} has no representation phi to export")
-    for key, value in phi.state_dict().items():
+    phi = getattr(model.skill_learner, "phi", None)  # DIAYN, DADS and CIC have none: their checkpoints hold the actor
+    for key, value in (phi.state_dict().items() if phi is not None else ()):
         tensors["phi." + key] = value
     return {k: v.detach().float().contiguous().cpu() for k, v in tensors.items()}
 
@@ -63,7 +64,8 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
     metric = held_out["policy_coverage"] if held_out else provenance.get("policy_coverage")
     metadata = {
         "library_name": "metra-gym",
-        "tags": [config["env_id"], "reinforcement-learning", "stable-baselines3", "metra", "skill-discovery",
+        "tags": [config["env_id"], "reinforcement-learning", "stable-baselines3",
+                 str(provenance.get("config", {}).get("algo", "metra")), "skill-discovery",
                  "deep-reinforcement-learning"],
     }
     if metric is not None:  # an untrained baseline has no measured result
@@ -73,6 +75,7 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
             metrics_id="policy_coverage", metrics_value=metric, dataset_pretty_name=config["env_id"],
             dataset_id=config["env_id"]))
     skills = f"{config['skill_dim']} {'discrete' if config['discrete_skills'] else 'continuous (unit-length)'}"
+    algo = str(provenance.get("config", {}).get("algo", "metra")).upper()
     rows = [("run", provenance.get("run")),
             ("env steps", f"{provenance.get('env_steps', 0):,} ({provenance.get('epochs')} epochs)"),
             ("training time", f"{provenance.get('wall_clock_h')} h on {provenance.get('machine')}"),
@@ -87,9 +90,9 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
                      f"{goals['ci95'][1]:.1f}); {goals.get('untrained_mean', float('nan')):.1f} m"))
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
     body = f"""
-# METRA skills for {config['env_id']}
+# {algo} skills for {config['env_id']}
 
-Skill policy pi(a|s,z) and representation phi(s) trained with METRA (Park, Rybkin, Levine, ICLR 2024) by
+Skill policy pi(a|s,z){" and representation phi(s)" if config.get("phi_hidden") else ""} trained with {algo} by
 metra-gym ({provenance.get('algorithm')}). Skills: {skills}.
 
 | | |
@@ -188,9 +191,10 @@ def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: boo
     for head in (actor.mu, actor.log_std):  # as SkillSACPolicy initialises the actor's output layers
         th.nn.init.xavier_normal_(head.weight, gain=0.1)
         th.nn.init.zeros_(head.bias)
-    phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.phi_hidden)
-    tensors = {**{f"actor.{k}": v for k, v in actor.state_dict().items()},
-               **{f"phi.{k}": v for k, v in phi.state_dict().items()}}
+    tensors = {f"actor.{k}": v for k, v in actor.state_dict().items()}
+    if has_phi(run_config):
+        phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.phi_hidden)
+        tensors.update({f"phi.{k}": v for k, v in phi.state_dict().items()})
     provenance = {"run": "untrained", "env_steps": 0, "epochs": 0, "policy_coverage": None, "machine": "-",
                   "command": f"metra-pretrain export --untrained --config ... {out_dir}"}
     config = checkpoint_config(run_config, obs_dim, action_space.low, action_space.high, provenance)
@@ -202,6 +206,12 @@ def _check_out_dir(out_dir: Path, force: bool) -> None:
         raise ConfigError(f"{out_dir} is a file; give a folder for the skill checkpoint")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
         raise ConfigError(f"{out_dir} exists and is not empty; choose another OUT_DIR or pass --force")
+
+
+def has_phi(run_config: PretrainConfig) -> bool:
+    """Whether the config's algorithm learns a representation phi of states (METRA, LSD), which zero-shot goal
+    reaching needs."""
+    return run_config.algo in ("metra", "lsd")
 
 
 def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any, action_high: Any,
@@ -219,7 +229,7 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
         "skill_dim": run_config.skill_dim,
         "discrete_skills": run_config.discrete_skills,
         "actor_hidden": run_config.hidden,
-        "phi_hidden": run_config.phi_hidden,
+        "phi_hidden": run_config.phi_hidden if has_phi(run_config) else None,
         "normalizer": {"name": run_config.normalizer,
                        **ObservationNormalizer.from_name(run_config.normalizer, obs_dim).to_dict()},
         "provenance": {

@@ -103,8 +103,11 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         fail("discrete_skills", "true or false (a JSON boolean, not a string)")
     for key in ("actor_hidden", "phi_hidden"):
         hidden = config[key]
+        if key == "phi_hidden" and hidden is None:  # an algorithm without a representation (DIAYN, DADS, CIC)
+            continue
         if not isinstance(hidden, list) or not hidden or not all(_is_int(w) and w >= 1 for w in hidden):
-            fail(key, "a non-empty list of positive integers (hidden layer widths)")
+            fail(key, "a non-empty list of positive integers (hidden layer widths)"
+                 + (", or null for a checkpoint without phi" if key == "phi_hidden" else ""))
     normalizer = config["normalizer"]
     if not isinstance(normalizer, dict) or not {"mean", "std"} <= normalizer.keys():
         fail("normalizer", 'a JSON object with "mean" and "std"')

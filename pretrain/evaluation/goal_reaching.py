@@ -61,6 +61,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
     if n_goals < 2:
         raise ValueError(f"the number of goals must be >= 2 (a 95 % interval needs two), got {n_goals}")
     policy = SkillPolicy.from_pretrained(checkpoint)
+    policy.require_phi()
     trained = reach_goals(policy, n_goals, seed=seed)
     result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
                               "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],

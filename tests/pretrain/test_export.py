@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch as th
 
+from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.cli import main
 from pretrain.run.config import load_config
@@ -119,3 +120,25 @@ def test_export_with_an_unreadable_evaluation_file_is_one_clear_error(tmp_path, 
     (tmp_path / "bad.json").write_text("{")
     assert main(["export", str(tmp_path / "run"), str(tmp_path / "ckpt"), "--held-out", str(tmp_path / "bad.json")]) == 2
     assert "cannot read the evaluation file" in capsys.readouterr().err and not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize("algo", ["diayn", "lsd"])
+def test_baselines_export_and_load_in_the_runtime(tmp_path, capsys, algo):
+    """Every algorithm exports to the same format; goal_skill exists where the method defines it (LSD, METRA)."""
+    config = load_config("point_mass", [f"algo={algo}", "epochs=1", "learning_starts=100", "net_width=16",
+                                        "torch_threads=1", "save_replay_buffer=false"])
+    train(config, tmp_path / "run", verbose=0)
+    assert main(["export", str(tmp_path / "run"), str(tmp_path / "ckpt")]) == 0
+    policy = SkillPolicy.from_pretrained(tmp_path / "ckpt")
+    assert policy.algorithm == algo and policy.act(np.zeros(2), np.array([1.0, 0.0])).shape == (2,)
+    card = (tmp_path / "ckpt" / "README.md").read_text()
+    assert f"# {algo.upper()} skills" in card
+    if algo == "lsd":
+        assert policy.goal_skill(np.zeros(2), np.ones(2)).shape == (2,)
+        return
+    with pytest.raises(CheckpointError, match="DIAYN skills, which have no state representation phi"):
+        policy.goal_skill(np.zeros(2), np.ones(2))
+    capsys.readouterr()
+    assert main(["goal-eval", str(tmp_path / "ckpt"), "--goals", "4", "--out", str(tmp_path / "goals")]) == 2
+    assert "zero-shot goal reaching are defined for METRA and LSD" in capsys.readouterr().err
+    assert not (tmp_path / "goals").exists()
