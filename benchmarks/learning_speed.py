@@ -32,7 +32,8 @@ OFFICIAL = [  # (epoch, env steps, hours, policy coverage)
     (5000, 8_000_000, 3.03, 1751), (6000, 9_600_000, 3.63, 2189), (20000, 32_000_000, 12.0, 2444),
     (40000, 64_000_000, 23.9, 2761),
 ]
-DEFAULTS = {"net_width": 256, "learning_rate": 1e-4, "gradient_steps": 50, "batch_size": 256, "collector": "sequential",
+PAPER = {  # the paper's settings at our width (the reference the table's second column names differences to)
+    "net_width": 256, "learning_rate": 1e-4, "gradient_steps": 50, "batch_size": 256, "collector": "sequential",
             "backbone": "sac", "init": "torch", "random_warmup": True, "critic_width": None, "phi_width": None}
 
 
@@ -51,7 +52,7 @@ def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
     else:
         history = json.loads((folder / "eval" / "coverage.json").read_text())
         config = yaml.safe_load((folder / "config.yaml").read_text())
-    changed = {k: config.get(k, v) for k, v in DEFAULTS.items() if config.get(k, v) != v}
+    changed = {k: config.get(k, v) for k, v in PAPER.items() if config.get(k, v) != v}
     rows = []
     for row in history:
         hours = row["epoch"] * epoch_seconds / 3600 if epoch_seconds else row["wall_clock_s"] / 3600
@@ -93,10 +94,12 @@ def plot(summary: dict, path: Path) -> None:
     fig, (by_steps, by_hours) = plt.subplots(1, 2, figsize=(12, 4.5))
     by_steps.plot([r[1] / 1e6 for r in OFFICIAL[:6]], [r[3] for r in OFFICIAL[:6]], "k--", lw=2,
                   label="official (width 1024, A100)")
-    for label, run in summary["runs"].items():
+    colors = plt.get_cmap("tab20")(np.linspace(0, 1, 20))
+    for index, (label, run) in enumerate(summary["runs"].items()):
         steps = [r["env_steps"] / 1e6 for r in run["rows"]]
         cov = [r["policy_coverage"] for r in run["rows"]]
-        line, = by_steps.plot(steps, cov, lw=1, label=label)
+        line, = by_steps.plot(steps, cov, lw=1.5 if label.startswith("default") else 0.8, label=label,
+                              color=colors[(2 * index) % 20 + (2 * index) // 20])
         by_hours.plot([r["hours"] for r in run["rows"]], cov, lw=1, color=line.get_color(), label=label)
         for point in run.get("held_out", []):
             by_hours.plot(point["hours"], point["held_out_policy_coverage"], "o", color=line.get_color())
@@ -112,19 +115,26 @@ def plot(summary: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def first_hours(rows: list[dict], bins: int) -> str:
+    """Idle hours of the first training evaluation at or above ``bins``."""
+    hit = next((r for r in rows if r["policy_coverage"] >= bins), None)
+    return f"{hit['hours']:.2f}" if hit else "-"
+
+
 def table(summary: dict) -> str:
-    lines = ["| run | changed from default | coverage at 1.6 M / 3.2 M / 4.8 M steps | held out at 1 / 2 / 3 h |",
-             "|---|---|---|---|"]
+    lines = ["| run | differs from the paper's settings (width 256) | coverage at 0.8 / 1.6 / 3.2 / 4.8 M steps | "
+             "hours to 596 / 1,232 / 2,000 bins | held out at 1 / 2 / 3 h |", "|---|---|---|---|---|"]
     for label, run in summary["runs"].items():
         at = []
-        for steps in (1.6e6, 3.2e6, 4.8e6):
+        for steps in (0.8e6, 1.6e6, 3.2e6, 4.8e6):
             rows = [r for r in run["rows"] if r["env_steps"] <= steps]
             at.append(str(rows[-1]["policy_coverage"]) if rows and rows[-1]["env_steps"] >= steps * 0.97 else "-")
         held = {p["hours"]: p["held_out_policy_coverage"] for p in run.get("held_out", [])}
         changed = ", ".join(f"{k}={v}" for k, v in run["changed_from_default"].items()) or "-"
-        lines.append(f"| {label} | {changed} | {' / '.join(at)} | "
+        hours = " / ".join(first_hours(run["rows"], b) for b in (596, 1232, 2000))
+        lines.append(f"| {label} | {changed} | {' / '.join(at)} | {hours} | "
                      f"{' / '.join(str(held.get(h, '-')) for h in (1.0, 2.0, 3.0))} |")
-    lines.append("| official (A100, width 1024) | - | 107 / 596 / 1232 | - |")
+    lines.append("| official (A100, width 1024) | - | 56 / 107 / 596 / 1232 | (A100: 1.23 / 1.83 / 3.6 h) | - |")
     return "\n".join(lines)
 
 
