@@ -32,9 +32,9 @@ OFFICIAL = [  # (epoch, env steps, hours, policy coverage)
     (5000, 8_000_000, 3.03, 1751), (6000, 9_600_000, 3.63, 2189), (20000, 32_000_000, 12.0, 2444),
     (40000, 64_000_000, 23.9, 2761),
 ]
-PAPER = {  # the paper's settings at our width (the reference the table's second column names differences to)
-    "net_width": 256, "learning_rate": 1e-4, "gradient_steps": 50, "batch_size": 256, "collector": "sequential",
-            "backbone": "sac", "init": "torch", "random_warmup": True, "critic_width": None, "phi_width": None}
+# The paper's settings at our width: the table names each run's differences to them.
+PAPER = {"net_width": 256, "learning_rate": 1e-4, "gradient_steps": 50, "batch_size": 256, "collector": "sequential",
+         "backbone": "sac", "init": "torch", "random_warmup": True, "critic_width": None, "phi_width": None}
 
 
 def official_at(env_steps: float) -> float:
