@@ -130,7 +130,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
     ``goal_reaching.json`` of ``metra-pretrain goal-eval`` of the same networks: their numbers go into the
     provenance and the card."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
-    folder = run_state_dir(run_dir)
+    folder = run_state_dir(run_dir, recover=False)  # the run may still be training: move nothing
     _check_out_dir(out_dir, force)
     run_config = read_run_config(run_dir)
     state = verify_files(folder)

@@ -158,8 +158,13 @@ def _complete(folder: Path) -> dict[str, Any] | None:
     return state
 
 
-def run_state_dir(run_dir: Path) -> Path:
-    """The run state of a run folder, recovered after a kill if needed, with a clear error if there is none."""
+def run_state_dir(run_dir: Path, recover: bool = True) -> Path:
+    """The run state of a run folder, with a clear error if there is none.
+
+    With ``recover`` (what ``--resume`` does) a state left behind by a killed save is put back as ``latest`` and the
+    rest removed. Without it (readers such as export, which may look at a run that is still training) the newest
+    complete state is returned where it lies and nothing is moved.
+    """
     run_dir = Path(run_dir)
     if run_dir.is_file():
         hint = " (an SB3 .zip is a model, not a run)" if run_dir.suffix == ".zip" else ""
@@ -178,6 +183,12 @@ def run_state_dir(run_dir: Path) -> Path:
                               "that version, or start a new run")
         raise ResumeError(f"{run_dir} has no complete run state to resume (looked in {root})")
     best = max(complete, key=lambda item: (item[0], item[1] == latest))[1]
+    with zipfile.ZipFile(best / "model.zip") as archive:
+        if "skill_learner.pth" not in archive.namelist():
+            raise ResumeError(f"{best / 'model.zip'} is a plain SB3 model without a skill learner; it cannot be "
+                              "resumed")
+    if not recover:
+        return best
     if best != latest:  # a save was killed between its renames, or `latest` was damaged: put the newest back
         if latest.exists():
             latest.rename(root / f"{TMP_PREFIX}damaged")
@@ -187,10 +198,6 @@ def run_state_dir(run_dir: Path) -> Path:
         if path.exists() and path != latest:
             shutil.rmtree(path, ignore_errors=True)
     shutil.rmtree(root / f"{TMP_PREFIX}damaged", ignore_errors=True)
-    with zipfile.ZipFile(latest / "model.zip") as archive:
-        if "skill_learner.pth" not in archive.namelist():
-            raise ResumeError(f"{latest / 'model.zip'} is a plain SB3 model without a skill learner; it cannot be "
-                              "resumed")
     return latest
 
 

@@ -202,3 +202,13 @@ def test_a_resumed_run_cannot_switch_backbone(tmp_path, capsys):
     assert main(["train", "--resume", str(run), "--set", "backbone=tqc", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "cannot change backbone when resuming" in err and err.count("error:") == 1
+
+
+def test_reading_a_run_state_moves_nothing(tmp_path):
+    """Export reads a run that may still be training: it takes the newest complete state where it lies."""
+    run = tmp_path / "run"
+    train(load_config("point_mass", [*TINY, "epochs=2", "save_every=1"]), run, verbose=0)
+    root = run / "run_state"
+    (root / "latest").rename(root / "previous")  # as if a save were between its two renames
+    assert run_state.run_state_dir(run, recover=False) == root / "previous"
+    assert sorted(p.name for p in root.iterdir()) == ["previous"]
