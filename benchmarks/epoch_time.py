@@ -14,15 +14,13 @@ the median per-epoch time is reported.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 import torch as th
+from measurements import append_measurement
 from stable_baselines3 import SAC
 
 from pretrain.algorithms.common.policies import SkillSACPolicy
@@ -83,16 +81,10 @@ def main() -> None:
     reference = float(np.median(times[REFERENCE]))
     rows = {variant: {"seconds_per_epoch": round(float(np.median(t)), 3), "rounds": [round(x, 3) for x in t],
                       "over_sac": round(float(np.median(t)) / reference, 3)} for variant, t in times.items()}
-    measurement = {"date": str(date.today()), "machine": f"{platform.processor() or platform.machine()}, "
-                   f"{th.backends.cpu.get_cpu_capability()}, {len(__import__('os').sched_getaffinity(0))} cores",
-                   "config": args.config, "note": args.note, "variants": rows}
     for variant, row in rows.items():
         print(f"{variant:60s} {row['seconds_per_epoch']:.3f} s/epoch  ({row['over_sac']:.2f} x sac)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    history = json.loads(args.out.read_text())["measurements"] if args.out.is_file() else []
-    args.out.write_text(json.dumps({"what": "seconds per epoch, median of rounds; 'sac' = plain SB3 SAC reference",
-                                    "measurements": [*history, measurement]}, indent=1))
-    print(f"wrote {args.out}")
+    append_measurement(args.out, "seconds per epoch, median of rounds; 'sac' = plain SB3 SAC reference",
+                       {"config": args.config, "note": args.note, "variants": rows})
 
 
 if __name__ == "__main__":

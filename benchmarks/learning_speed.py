@@ -41,17 +41,34 @@ def official_at(env_steps: float) -> float:
     return float(np.interp(env_steps, [r[1] for r in OFFICIAL], [r[3] for r in OFFICIAL]))
 
 
-def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
-    """A run folder, or the ``eval/coverage.csv`` of a run whose folder is gone (its config then unknown)."""
+def read_history(folder: Path) -> tuple[list[dict], dict]:
+    """The evaluation rows and config of a run folder, or of a kept copy (``LABEL.csv`` with ``LABEL.yaml``
+    beside it: the run's ``eval/coverage.csv`` and ``config.yaml``; a missing yaml means the paper's settings)."""
+    if folder.suffix != ".csv":
+        return (json.loads((folder / "eval" / "coverage.json").read_text()),
+                yaml.safe_load((folder / "config.yaml").read_text()))
+    with open(folder) as f:
+        history = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    history = [{**row, "epoch": int(row["epoch"]), "env_steps": int(row["env_steps"]),
+                "policy_coverage": int(row["policy_coverage"])} for row in history]
+    config_path = folder.with_suffix(".yaml")
+    return history, (yaml.safe_load(config_path.read_text()) if config_path.is_file() else {})
+
+
+def keep_history(label: str, folder: Path, out: Path) -> None:
+    """Copy a run's evaluation history and config to ``out/runs/LABEL.csv|yaml``: run folders stay on the
+    training machine, the curves stay re-plottable from the repository."""
     if folder.suffix == ".csv":
-        with open(folder) as f:
-            history = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
-        history = [{**row, "epoch": int(row["epoch"]), "env_steps": int(row["env_steps"]),
-                    "policy_coverage": int(row["policy_coverage"])} for row in history]
-        config: dict = {}
-    else:
-        history = json.loads((folder / "eval" / "coverage.json").read_text())
-        config = yaml.safe_load((folder / "config.yaml").read_text())
+        return
+    runs = out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / f"{label}.csv").write_text((folder / "eval" / "coverage.csv").read_text())
+    (runs / f"{label}.yaml").write_text((folder / "config.yaml").read_text())
+
+
+def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
+    """A run's curve, hours (wall clock, or idle estimate) and its differences to the paper's settings."""
+    history, config = read_history(folder)
     changed = {k: config.get(k, v) for k, v in PAPER.items() if config.get(k, v) != v}
     rows = []
     for row in history:
@@ -123,7 +140,8 @@ def first_hours(rows: list[dict], bins: int) -> str:
 
 def table(summary: dict) -> str:
     lines = ["| run | differs from the paper's settings (width 256) | coverage at 0.8 / 1.6 / 3.2 / 4.8 M steps | "
-             "hours to 596 / 1,232 / 2,000 bins | held out at 1 / 2 / 3 h |", "|---|---|---|---|---|"]
+             "hours to 596 / 1,232 / 2,000 bins | last evaluation: epoch, hours, coverage | held out at 1 / 2 / 3 h |",
+             "|---|---|---|---|---|---|"]
     for label, run in summary["runs"].items():
         at = []
         for steps in (0.8e6, 1.6e6, 3.2e6, 4.8e6):
@@ -132,16 +150,19 @@ def table(summary: dict) -> str:
         held = {p["hours"]: p["held_out_policy_coverage"] for p in run.get("held_out", [])}
         changed = ", ".join(f"{k}={v}" for k, v in run["changed_from_default"].items()) or "-"
         hours = " / ".join(first_hours(run["rows"], b) for b in (596, 1232, 2000))
+        last = run["rows"][-1]
         lines.append(f"| {label} | {changed} | {' / '.join(at)} | {hours} | "
+                     f"{last['epoch']}, {last['hours']:.2f} h, {last['policy_coverage']} | "
                      f"{' / '.join(str(held.get(h, '-')) for h in (1.0, 2.0, 3.0))} |")
-    lines.append("| official (A100, width 1024) | - | 56 / 107 / 596 / 1232 | (A100: 1.23 / 1.83 / 3.6 h) | - |")
+    lines.append("| official (A100, width 1024) | - | 56 / 107 / 596 / 1232 | (A100: 1.23 / 1.83 / 3.6 h) | "
+                 "6000, 3.63 h (A100), 2189 | - |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", nargs="+", required=True, metavar="LABEL=RUN_DIR",
-                        help="run folders (or a gone run's eval/coverage.csv)")
+                        help="run folders, or kept copies of gone runs (out/runs/LABEL.csv)")
     parser.add_argument("--epoch-seconds", nargs="*", default=[], metavar="LABEL=SECONDS",
                         help="idle seconds per epoch of a run's variant, to estimate idle hours")
     parser.add_argument("--held-out-hours", type=float, nargs="*", default=[])
@@ -156,6 +177,7 @@ def main() -> None:
     for item in args.runs:
         label, folder = item.split("=", 1)
         run = load_run(label, Path(folder), seconds.get(label))
+        keep_history(label, Path(folder), args.out)
         if args.held_out_hours and (Path(folder) / "snapshots").is_dir():
             epochs = [r["epoch"] for r in run["rows"]]
             hours = [r["hours"] for r in run["rows"]]

@@ -15,14 +15,12 @@ layers, 1 output each) at batch 256, interleaving the variants so that a busy ma
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 import torch
+from measurements import append_measurement
 from torch import nn
 
 INPUTS, BATCH, CRITICS = 39, 256, 2
@@ -86,9 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     variants = ("eager", "compile", "bf16", "stacked")
-    measurement = {"date": str(date.today()), "machine": f"{platform.machine()}, "
-                   f"{torch.backends.cpu.get_cpu_capability()}, {args.threads} torch thread(s)",
-                   "torch": torch.__version__, "widths": {}}
+    measurement = {"torch_threads": args.threads, "torch": torch.__version__, "widths": {}}
     for width in args.widths:
         steps = {v: make_step(width, v) for v in variants}
         compile_start = time.perf_counter()
@@ -108,12 +104,8 @@ def main() -> None:
                                              "speedup_vs_eager": {v: round(medians["eager"] / m, 2)
                                                                   for v, m in medians.items()}}
         print(width, measurement["widths"][str(width)], flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    history = json.loads(args.out.read_text())["measurements"] if args.out.is_file() else []
-    args.out.write_text(json.dumps({"what": "twin critics (MLP 39-w-w-1 x 2), batch 256, forward+backward+fused "
-                                    "Adam, ms per step (median of rounds)", "measurements": [*history, measurement]},
-                                   indent=1))
-    print(f"wrote {args.out}")
+    append_measurement(args.out, "twin critics (MLP 39-w-w-1 x 2), batch 256, forward+backward+fused Adam, ms per step "
+                       "(median of rounds)", measurement)
 
 
 if __name__ == "__main__":

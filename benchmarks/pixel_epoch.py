@@ -11,14 +11,12 @@ minutes). The same is measured for ``quadruped_state`` at the same gradient step
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import torch as th
+from measurements import append_measurement
 
 from pretrain.run.config import load_config
 from pretrain.run.trainer import build_model, env_factory, resolve_device, training_env
@@ -59,13 +57,8 @@ def main() -> None:
     for name, row in rows.items():
         print(f"{name:16s} collect {row['collect_s']:7.2f} s + 200 x {row['gradient_step_s']:.4f} s = "
               f"{row['epoch_s']:8.1f} s per epoch ({row['device']})", flush=True)
-    measurement = {"date": str(date.today()), "machine": f"{platform.machine()}, {th.backends.cpu.get_cpu_capability()}"
-                   f", {th.get_num_threads()} torch thread(s)", "note": args.note, "configs": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    history = json.loads(args.out.read_text())["measurements"] if args.out.is_file() else []
-    args.out.write_text(json.dumps({"what": "pixel METRA epoch (8 x 200 policy steps + 200 gradient steps) vs state",
-                                    "measurements": [*history, measurement]}, indent=1))
-    print(f"wrote {args.out}")
+    append_measurement(args.out, "pixel METRA epoch (8 x 200 policy steps + 200 gradient steps) vs state",
+                       {"torch_threads": th.get_num_threads(), "note": args.note, "configs": rows})
 
 
 if __name__ == "__main__":

@@ -274,17 +274,29 @@ class MetraHumanoidEnv(DMCLocomotionEnv):
 class _GoalTask:
     """Mixin: reach a goal x-y uniform in ``[-goal_range, goal_range]^2``; reward ``goal_reward`` and the end of the
     episode when the torso is within ``goal_radius``. The observation is the state observation followed by the goal
-    relative to the torso (2-d); ``pretraining_obs_dim`` says where that task information starts."""
+    relative to the torso (2-d); ``pretraining_obs_dim`` says where that task information starts. State
+    observations only: the goal is appended to the state, and the skill checkpoints are state-based.
 
-    goal_range: float
-    goal_radius: float
-    goal_reward: float
+    :param goal_range: half-width of the goal square (default: the paper's for the robot, ``GOAL_RANGES``).
+    :param goal_radius: distance to the goal that counts as reached (m).
+    :param goal_reward: the reward when reached (the episode then ends).
+    """
 
-    def _init_goal(self, goal_range: float, goal_radius: float, goal_reward: float) -> None:
+    robot: str  # the key of GOAL_RANGES
+
+    def __init__(self, goal_range: float | None = None, goal_radius: float = 3.0, goal_reward: float = 10.0,
+                 obs_type: str = "state", **kwargs: Any) -> None:
+        if obs_type != "state":
+            raise ValueError(f"{type(self).__name__} supports obs_type='state' only (the goal is appended to the state "
+                             f"observation, and the skill checkpoints are state-based); got obs_type={obs_type!r}")
+        goal_range = GOAL_RANGES[self.robot] if goal_range is None else goal_range
+        super().__init__(obs_type=obs_type, **kwargs)  # the robot's env, next in the MRO
         self.goal_range, self.goal_radius, self.goal_reward = float(goal_range), float(goal_radius), float(goal_reward)
         self.goal = np.zeros(2)
         self.pretraining_obs_dim = self.observation_space.shape[0]
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.pretraining_obs_dim + 2,), np.float32)
+        EzPickle.__init__(self, goal_range=goal_range, goal_radius=goal_radius, goal_reward=goal_reward,
+                          obs_type=obs_type, **kwargs)
 
     def _on_reset(self) -> None:
         self.goal = self.np_random.uniform(-self.goal_range, self.goal_range, 2)
@@ -299,36 +311,18 @@ class _GoalTask:
         return obs, self.goal_reward if reached else 0.0, reached, truncated, info
 
 
-def _state_only(name: str, obs_type: str) -> None:
-    if obs_type != "state":
-        raise ValueError(f"{name} supports obs_type='state' only (the goal is appended to the state observation, "
-                         f"and the skill checkpoints are state-based); got obs_type={obs_type!r}")
-
-
 class QuadrupedGoalEnv(_GoalTask, MetraQuadrupedEnv):
     """QuadrupedGoal (paper appendix): goal uniform in [-7.5, 7.5]^2, reward 10 and the end within 3 m.
     State observations only (80 + 2 dims). Registered as ``metra/QuadrupedGoal-v0`` (200 policy steps)."""
 
-    def __init__(self, goal_range: float = GOAL_RANGES["quadruped"], goal_radius: float = 3.0,
-                 goal_reward: float = 10.0, obs_type: str = "state", **kwargs: Any) -> None:
-        _state_only(type(self).__name__, obs_type)
-        MetraQuadrupedEnv.__init__(self, obs_type=obs_type, **kwargs)
-        self._init_goal(goal_range, goal_radius, goal_reward)
-        EzPickle.__init__(self, goal_range=goal_range, goal_radius=goal_radius, goal_reward=goal_reward,
-                          obs_type=obs_type, **kwargs)
+    robot = "quadruped"
 
 
 class HumanoidGoalEnv(_GoalTask, MetraHumanoidEnv):
     """HumanoidGoal (paper appendix): goal uniform in [-5, 5]^2, reward 10 and the end within 3 m.
     State observations only (69 + 2 dims). Registered as ``metra/HumanoidGoal-v0`` (200 policy steps)."""
 
-    def __init__(self, goal_range: float = GOAL_RANGES["humanoid"], goal_radius: float = 3.0,
-                 goal_reward: float = 10.0, obs_type: str = "state", **kwargs: Any) -> None:
-        _state_only(type(self).__name__, obs_type)
-        MetraHumanoidEnv.__init__(self, obs_type=obs_type, **kwargs)
-        self._init_goal(goal_range, goal_radius, goal_reward)
-        EzPickle.__init__(self, goal_range=goal_range, goal_radius=goal_radius, goal_reward=goal_reward,
-                          obs_type=obs_type, **kwargs)
+    robot = "humanoid"
 
 
 def _stacked(env: DMCLocomotionEnv, frame_stack: int) -> gym.Env:

@@ -13,7 +13,7 @@ class NoCopyDummyVecEnv(DummyVecEnv):
 
     SB3 deep-copies the list of infos on every vec-step to protect against envs that reuse one dict. Our envs
     (Gymnasium's MuJoCo envs under our wrappers) build a fresh dict at every step, so the copy only costs time:
-    on Ant it was 12 % of the vec-env's time under cProfile (``benchmarks/results/speed_profile.md``).
+    on Ant it was 12 % of the vec-env's time under cProfile (``benchmarks/README.md``).
 
     ``pre_reset_rngs[i]`` is the RNG state of environment ``i`` just before its latest reset: restoring it and
     resetting again reproduces the same initial state and skill (see :mod:`pretrain.run.run_state`).

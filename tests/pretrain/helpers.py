@@ -5,8 +5,9 @@ from pathlib import Path
 import numpy as np
 import torch as th
 
+from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.run.config import load_config
-from pretrain.run.trainer import build_model, env_factory, training_env
+from pretrain.run.trainer import build_model, env_factory, train, training_env
 
 
 def tiny_model(tmp_path: Path, **overrides):
@@ -25,3 +26,20 @@ def skill_step_batch(step: float, n: int = 256):
     obs = rng.uniform(-3, 3, (n, 2))
     return (th.as_tensor(obs, dtype=th.float32), th.as_tensor(obs + step * z, dtype=th.float32),
             th.as_tensor(z, dtype=th.float32))
+
+
+def random_policy_coverage(config) -> int:
+    """48 rollouts of uniformly random actions in the config's environment, same length, seeded."""
+    rng = np.random.default_rng(0)
+    rollouts = SkillRollouts(env_factory(config), 48, config.episode_steps)
+    return coverage(rollouts.run(lambda obs, z: rng.uniform(-1, 1, (len(obs), 2)), np.zeros((48, 2)), seed=0))
+
+
+def point_mass_coverage(tmp_path: Path, algo: str, epochs: int = 20) -> tuple[int, int]:
+    """Policy coverage of ``algo`` trained ``epochs`` epochs on the point mass (seeded), and of random actions."""
+    config = load_config("point_mass", [f"algo={algo}", f"epochs={epochs}", f"eval_every={epochs}",
+                                        f"save_every={epochs}", "torch_threads=1", "save_replay_buffer=false"])
+    trained = train(config, tmp_path / "run", verbose=0).history[-1]["policy_coverage"]
+    random_coverage = random_policy_coverage(config)
+    print(f"{algo}: coverage {trained} (random {random_coverage})")
+    return trained, random_coverage

@@ -13,8 +13,7 @@ from pretrain.algorithms.cic import CIC, CICLearner
 from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.run.config import load_config
 from pretrain.run.trainer import env_factory, train, training_env
-from tests.pretrain.algorithms.test_learning import random_policy_coverage
-from tests.pretrain.helpers import tiny_model
+from tests.pretrain.helpers import random_policy_coverage, skill_step_batch, tiny_model
 
 TINY = ["algo=cic", "net_width=32", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100",
         "eval_skills=4"]
@@ -72,19 +71,9 @@ def test_contrastive_logits_compare_every_skill_with_every_transition():
     assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
 
 
-def _batch(n: int = 256):
-    """Point-mass transitions that move along their unit skill."""
-    rng = np.random.default_rng(0)
-    z = rng.standard_normal((n, 2))
-    z /= np.linalg.norm(z, axis=1, keepdims=True)
-    obs = rng.uniform(-3, 3, (n, 2))
-    return (th.as_tensor(obs, dtype=th.float32), th.as_tensor(obs + z, dtype=th.float32),
-            th.as_tensor(z, dtype=th.float32))
-
-
 def test_one_step_lowers_the_contrastive_loss_and_updates_the_statistics():
     learner = _learner(cic_learning_rate=1e-3)
-    obs, next_obs, z = _batch()
+    obs, next_obs, z = skill_step_batch(1.0)
     before = learner.contrastive_loss(obs, next_obs, z).item()
     stats = learner.update(obs, next_obs, z)
     assert stats["cic/contrastive_loss"].item() == pytest.approx(before, rel=1e-6)

@@ -9,10 +9,8 @@ import torch as th
 from torch import nn
 
 from pretrain.algorithms.dads import DADS, DADSLearner
-from pretrain.run.config import load_config
-from pretrain.run.trainer import env_factory, train, training_env
-from tests.pretrain.algorithms.test_learning import random_policy_coverage
-from tests.pretrain.helpers import tiny_model
+from pretrain.run.trainer import env_factory, training_env
+from tests.pretrain.helpers import point_mass_coverage, skill_step_batch, tiny_model
 
 TINY = ["algo=dads", "net_width=32", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100",
         "eval_skills=4", "dads_alt_skills=8"]
@@ -63,22 +61,12 @@ def test_batch_norm_uses_batch_statistics_in_the_step_and_running_ones_in_the_re
     th.testing.assert_close(learner.input_norm.running_mean, 0.01 * obs.mean(dim=0))  # momentum 0.01
 
 
-def _batch(n: int = 256):
-    """Point-mass transitions that move along their unit skill: predictable from (s, z)."""
-    rng = np.random.default_rng(0)
-    z = rng.standard_normal((n, 2))
-    z /= np.linalg.norm(z, axis=1, keepdims=True)
-    obs = rng.uniform(-3, 3, (n, 2))
-    return (th.as_tensor(obs, dtype=th.float32), th.as_tensor(obs + z, dtype=th.float32),
-            th.as_tensor(z, dtype=th.float32))
-
-
 @pytest.mark.parametrize("batch_norm", [False, True])
 def test_one_dynamics_step_raises_the_likelihood_of_the_observed_change(batch_norm):
     th.manual_seed(0)
     learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[32, 32],
                           dynamics_learning_rate=1e-3, batch_norm=batch_norm)
-    obs, next_obs, z = _batch()
+    obs, next_obs, z = skill_step_batch(1.0)
 
     def log_q():  # under the batch's own statistics, as in the step
         return learner.log_prob(*learner.normalised(obs, next_obs, training=True), z).mean()
@@ -100,9 +88,5 @@ def test_the_sb3_class_has_the_papers_defaults(tmp_path):
 
 
 def test_dads_point_mass_coverage_is_several_times_a_random_policy(tmp_path):
-    config = load_config("point_mass", ["algo=dads", "epochs=20", "eval_every=20", "save_every=20", "torch_threads=1",
-                                        "save_replay_buffer=false"])
-    trained = train(config, tmp_path / "run", verbose=0).history[-1]["policy_coverage"]
-    random_coverage = random_policy_coverage(config)
-    print(f"DADS: coverage {trained} (random {random_coverage})")
-    assert trained >= 3 * random_coverage, trained
+    trained, random_coverage = point_mass_coverage(tmp_path, "dads")
+    assert trained >= 3 * random_coverage, (trained, random_coverage)

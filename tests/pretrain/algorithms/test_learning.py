@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch as th
 
-from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.run.config import load_config
-from pretrain.run.trainer import algorithm_class, env_factory, read_run_config, train
+from pretrain.run.trainer import algorithm_class, read_run_config, train
+from tests.pretrain.helpers import random_policy_coverage
 
 
 def recent_intrinsic_reward(run_dir, n: int = 8000) -> float:
@@ -21,13 +21,6 @@ def recent_intrinsic_reward(run_dir, n: int = 8000) -> float:
     next_obs = th.as_tensor(buffer.next_observations[index, 0])
     (s, z), (s_next, _) = model.split(obs), model.split(next_obs)
     return float(model.skill_learner.reward(s, s_next, z).mean())
-
-
-def random_policy_coverage(config) -> int:
-    """48 rollouts of uniformly random actions in the config's environment, same length, seeded."""
-    rng = np.random.default_rng(0)
-    rollouts = SkillRollouts(env_factory(config), 48, config.episode_steps)
-    return coverage(rollouts.run(lambda obs, z: rng.uniform(-1, 1, (len(obs), 2)), np.zeros((48, 2)), seed=0))
 
 
 def test_metra_point_mass_coverage_is_several_times_a_random_policy(tmp_path):

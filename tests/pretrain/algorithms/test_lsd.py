@@ -11,8 +11,7 @@ from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.lsd import LSD, LSDLearner
 from pretrain.run.config import load_config
 from pretrain.run.trainer import train
-from tests.pretrain.algorithms.test_learning import random_policy_coverage
-from tests.pretrain.helpers import skill_step_batch, tiny_model
+from tests.pretrain.helpers import point_mass_coverage, skill_step_batch, tiny_model
 
 TINY = ["algo=lsd", "net_width=32", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100",
         "eval_skills=4"]
@@ -100,9 +99,5 @@ def test_the_sb3_class_has_the_papers_defaults(tmp_path):
 
 
 def test_lsd_point_mass_coverage_is_several_times_a_random_policy(tmp_path):
-    config = load_config("point_mass", ["algo=lsd", "epochs=20", "eval_every=20", "save_every=20", "torch_threads=1",
-                                        "save_replay_buffer=false"])
-    trained = train(config, tmp_path / "run", verbose=0).history[-1]["policy_coverage"]
-    random_coverage = random_policy_coverage(config)
-    print(f"LSD: coverage {trained} (random {random_coverage})")
-    assert trained >= 3 * random_coverage, trained
+    trained, random_coverage = point_mass_coverage(tmp_path, "lsd")
+    assert trained >= 3 * random_coverage, (trained, random_coverage)

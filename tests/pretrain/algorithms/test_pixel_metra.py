@@ -7,7 +7,7 @@ import torch as th
 from pretrain.cli import main
 from pretrain.run.config import load_config
 from pretrain.run.trainer import build_model, env_factory, train, training_env
-from tests.pretrain.algorithms.test_learning import random_policy_coverage
+from tests.pretrain.helpers import random_policy_coverage
 
 TINY = ["encoder_channels=[4,8,8,8]", "net_width=16", "n_envs=2", "eval_skills=2", "torch_threads=1"]
 
