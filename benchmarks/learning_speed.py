@@ -56,11 +56,11 @@ def read_history(folder: Path) -> tuple[list[dict], dict]:
 
 
 def keep_history(label: str, folder: Path, out: Path) -> None:
-    """Copy a run's evaluation history and config to ``out/runs/LABEL.csv|yaml``: run folders stay on the
+    """Copy a run's evaluation history and config to ``out/curves/LABEL.csv|yaml``: run folders stay on the
     training machine, the curves stay re-plottable from the repository."""
     if folder.suffix == ".csv":
         return
-    runs = out / "runs"
+    runs = out / "curves"
     runs.mkdir(parents=True, exist_ok=True)
     (runs / f"{label}.csv").write_text((folder / "eval" / "coverage.csv").read_text())
     (runs / f"{label}.yaml").write_text((folder / "config.yaml").read_text())
@@ -89,8 +89,8 @@ def held_out(folder: Path, hours: list[float], seed: int, hours_of_epoch) -> lis
     points = []
     for hour in hours:
         before = [s for s in snapshots if hours_of_epoch(int(s.name.split("_")[1])) <= hour + 1e-9]
-        if not before:
-            continue
+        if not before or hours_of_epoch(int(snapshots[-1].name.split("_")[1])) < hour:
+            continue  # the run stopped before this hour: no point rather than an earlier one under its label
         snapshot = before[-1]
         epoch = int(snapshot.name.split("_")[1])
         with tempfile.TemporaryDirectory() as tmp:
@@ -109,15 +109,16 @@ def plot(summary: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (by_steps, by_hours) = plt.subplots(1, 2, figsize=(12, 4.5))
-    by_steps.plot([r[1] / 1e6 for r in OFFICIAL[:6]], [r[3] for r in OFFICIAL[:6]], "k--", lw=2,
+    by_steps.plot([r[1] / 1e6 for r in OFFICIAL[:6]], [r[3] for r in OFFICIAL[:6]], "--", color="gray", lw=2,
                   label="official (width 1024, A100)")
     colors = plt.get_cmap("tab20")(np.linspace(0, 1, 20))
     for index, (label, run) in enumerate(summary["runs"].items()):
         steps = [r["env_steps"] / 1e6 for r in run["rows"]]
         cov = [r["policy_coverage"] for r in run["rows"]]
-        line, = by_steps.plot(steps, cov, lw=1.5 if label.startswith("default") else 0.8, label=label,
-                              color=colors[(2 * index) % 20 + (2 * index) // 20])
-        by_hours.plot([r["hours"] for r in run["rows"]], cov, lw=1, color=line.get_color(), label=label)
+        chosen = label.startswith("default")  # the shipped configuration stands out
+        line, = by_steps.plot(steps, cov, lw=2 if chosen else 0.8, label=label,
+                              color="black" if chosen else colors[(2 * index) % 20 + (2 * index) // 20])
+        by_hours.plot([r["hours"] for r in run["rows"]], cov, lw=line.get_linewidth(), color=line.get_color(), label=label)
         for point in run.get("held_out", []):
             by_hours.plot(point["hours"], point["held_out_policy_coverage"], "o", color=line.get_color())
     by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (1 m bins)", xlim=(0, None),
@@ -162,7 +163,7 @@ def table(summary: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", nargs="+", required=True, metavar="LABEL=RUN_DIR",
-                        help="run folders, or kept copies of gone runs (out/runs/LABEL.csv)")
+                        help="run folders, or kept copies of gone runs (out/curves/LABEL.csv)")
     parser.add_argument("--epoch-seconds", nargs="*", default=[], metavar="LABEL=SECONDS",
                         help="idle seconds per epoch of a run's variant, to estimate idle hours")
     parser.add_argument("--held-out-hours", type=float, nargs="*", default=[])

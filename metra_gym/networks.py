@@ -78,8 +78,12 @@ class PhiNetwork(nn.Module):
         return self.net(obs)
 
 
+# The hidden activations a skill actor may have, by the name a checkpoint's config.json gives them.
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
 class SkillActor(nn.Module):
-    """METRA's skill policy: a tanh-squashed Gaussian whose mean and log-std heads share tanh hidden layers.
+    """METRA's skill policy: a tanh-squashed Gaussian whose mean and log-std heads share the hidden layers.
 
     Mirrors Stable-Baselines3's SAC ``Actor`` (``latent_pi``, ``mu``, ``log_std``) so its weights map one to one.
 
@@ -87,19 +91,23 @@ class SkillActor(nn.Module):
     :param skill_dim: size of the skill vector appended to it.
     :param action_dim: size of the action.
     :param hidden: hidden layer widths.
+    :param activation: of the hidden layers: ``"tanh"`` (the SAC and TQC actors of our training) or ``"relu"``
+        (CrossQ's actor, with its batch renormalisation folded into the linear layers at export).
     """
 
     LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # SB3's clamp
 
-    def __init__(self, obs_dim: int, skill_dim: int, action_dim: int, hidden: Sequence[int]) -> None:
+    def __init__(self, obs_dim: int, skill_dim: int, action_dim: int, hidden: Sequence[int],
+                 activation: str = "tanh") -> None:
         super().__init__()
-        self.latent = mlp(obs_dim + skill_dim, hidden[:-1], hidden[-1], nn.Tanh)
+        self.latent = mlp(obs_dim + skill_dim, hidden[:-1], hidden[-1], ACTIVATIONS[activation])
+        self.activation = ACTIVATIONS[activation]()
         self.mu = nn.Linear(hidden[-1], action_dim)
         self.log_std = nn.Linear(hidden[-1], action_dim)
 
     def forward(self, obs: torch.Tensor, skill: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
         """Action in [-1, 1]: ``tanh(mean)``, or ``tanh(mean + std * noise)`` when standard-normal noise is given."""
-        h = torch.tanh(self.latent(torch.cat([obs, skill], dim=-1)))
+        h = self.activation(self.latent(torch.cat([obs, skill], dim=-1)))
         mean = self.mu(h)
         if noise is not None:
             mean = mean + self.log_std(h).clamp(self.LOG_STD_MIN, self.LOG_STD_MAX).exp() * noise

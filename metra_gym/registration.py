@@ -37,7 +37,8 @@ _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
 
 
 # Skill-level ids: the paper's downstream horizon is 8 skills of K = 25 low-level steps (200 steps). On task envs
-# the frozen policy sees only the pretraining observation (the env's ``pretraining_obs_dim``); the high level sees all.
+# the frozen policy sees only the pretraining observation (the env's ``pretraining_obs_dim``); the skill env's
+# observation is all of it (pretrain.downstream's controllers keep the task information only on the goal tasks).
 _SKILL_ENVS: dict[str, dict[str, object]] = {
     "metra/AntSkills-v0": {"env": "metra/Ant-v0", "checkpoint": "ant"},
     "metra/HalfCheetahSkills-v0": {"env": "metra/HalfCheetah-v0", "checkpoint": "half_cheetah"},

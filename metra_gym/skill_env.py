@@ -67,7 +67,20 @@ class SkillEnv(gym.Env, EzPickle):
             raise ValueError(f"policy_obs_dim must be an integer >= 1 or None, got {policy_obs_dim!r}")
         if isinstance(env, str):
             # The skill-level TimeLimit bounds the episode; the inner one would cut a skill short.
-            env = gym.make(env, max_episode_steps=-1, render_mode=render_mode, **(env_kwargs or {}))
+            # ValueError, not TypeError: gym.make appends its own text to a TypeError raised while building.
+            if env_kwargs is not None and not isinstance(env_kwargs, dict):
+                raise ValueError(f"env_kwargs must be a dict of keyword arguments for gym.make({env!r}), got "
+                                f"{type(env_kwargs).__name__}")
+            try:
+                env = gym.make(env, max_episode_steps=-1, render_mode=render_mode, **(env_kwargs or {}))
+            except TypeError as error:  # an argument the environment does not take
+                first = str(error).split(" was raised from the environment creator")[0].splitlines()[0]
+                raise ValueError(f"cannot build {env!r} with env_kwargs {env_kwargs!r}: {first}") from None
+            modes = env.metadata.get("render_modes", [])
+            if render_mode is not None and render_mode not in modes:  # gym.make only warns
+                env.close()
+                raise ValueError(f"render_mode must be None or one of {modes} (those of {env.spec.id}), got "
+                                 f"{render_mode!r}")
         self.env = env
         self.policy = checkpoint if isinstance(checkpoint, SkillPolicy) else SkillPolicy.from_pretrained(
             checkpoint if isinstance(checkpoint, (str, Path)) else str(checkpoint), revision=revision)

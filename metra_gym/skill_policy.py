@@ -16,6 +16,9 @@ from metra_gym.skill_checkpoint.format import CheckpointError, read_config, read
 from metra_gym.skill_checkpoint.hub import locate_checkpoint
 
 UNIT_TOLERANCE = 1e-3  # how far from 1 the norm of a continuous skill may be
+# The config.json keys the constructor reads (from_pretrained checks all of a checkpoint's, with their values).
+CONSTRUCTOR_KEYS = ("env_id", "obs_dim", "action_dim", "skill_dim", "discrete_skills", "action_low", "action_high",
+                    "actor_hidden", "phi_hidden", "normalizer")
 
 
 class SkillPolicy:
@@ -35,6 +38,15 @@ class SkillPolicy:
     """
 
     def __init__(self, config: dict[str, Any], weights: dict[str, torch.Tensor], source: str = "") -> None:
+        if not isinstance(config, dict) or not isinstance(weights, dict):
+            raise TypeError(f"SkillPolicy(config, weights) takes a checkpoint's config.json contents and its tensors "
+                            f"as dicts, got {type(config).__name__} and {type(weights).__name__}; load a checkpoint "
+                            "with SkillPolicy.from_pretrained(name_or_folder)")
+        missing = [key for key in CONSTRUCTOR_KEYS if key not in config]
+        if missing:
+            raise CheckpointError(f"the config given to SkillPolicy lacks {', '.join(missing)}; it takes a "
+                                  "checkpoint's config.json contents: load a checkpoint with "
+                                  "SkillPolicy.from_pretrained(name_or_folder)")
         self.config = config
         self.source = source
         self.reference: str | None = None  # set by from_pretrained: what a pickled policy reloads
@@ -46,7 +58,8 @@ class SkillPolicy:
         self.action_high = np.asarray(config["action_high"], dtype=np.float32)
         where = source or "the checkpoint"
         with single_threaded():  # building the modules runs parallel initialisers otherwise
-            self.actor = SkillActor(self.obs_dim, self.skill_dim, self.action_dim, config["actor_hidden"])
+            self.actor = SkillActor(self.obs_dim, self.skill_dim, self.action_dim, config["actor_hidden"],
+                                    config.get("actor_activation", "tanh"))
             # DIAYN, DADS and CIC learn no representation of states: their checkpoints hold the actor only.
             self.phi_net = None if config["phi_hidden"] is None else PhiNetwork(self.obs_dim, self.skill_dim,
                                                                                config["phi_hidden"])
@@ -55,9 +68,12 @@ class SkillPolicy:
                 try:
                     module.load_state_dict(state)
                 except RuntimeError as error:
-                    first = str(error).splitlines()[0]
-                    raise CheckpointError(f"the weights in {where} do not match its config.json "
-                                          f"({first}); re-export the checkpoint") from None
+                    # torch's first line only names the module; the tensors and sizes that differ follow it.
+                    lines = [line.strip().rstrip(".") for line in str(error).splitlines()[1:] if line.strip()]
+                    details = "; ".join(lines) or str(error).splitlines()[0]
+                    details = details if len(details) <= 400 else details[:400] + " ..."
+                    raise CheckpointError(f"the weights in {where} (model.safetensors) and its config.json do not "
+                                          f"fit together: {details}; re-export the checkpoint") from None
         # After the weights: when obs_dim itself is wrong, the message above says so first.
         normalizer = config["normalizer"]
         for key in ("mean", "std"):
@@ -186,7 +202,8 @@ class SkillPolicy:
     # --- the API ----------------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def act(self, obs: Any, z: Any, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
+    def act(self, obs: Any, z: Any, deterministic: bool = True, rng: np.random.Generator | int | None = None
+            ) -> np.ndarray:
         """Actions in the environment's bounds for observations and skills (the mean action when deterministic;
         otherwise a sample with noise from ``rng``).
 
@@ -194,8 +211,13 @@ class SkillPolicy:
         :param z: skills, shape (skill_dim,) or (batch, skill_dim): unit vectors (norm within 1e-3 of 1) for
             continuous skills, one-hot vectors for discrete ones.
         :param deterministic: the mean action, or a sample.
-        :param rng: the noise of a sample.
+        :param rng: the noise of a sample: a ``np.random.Generator``, or a seed (an int) for a new one.
         """
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, (int, np.integer)) or rng < 0:
+                raise TypeError(f"rng must be a np.random.Generator or a seed (an int >= 0), got {rng!r} of type "
+                                f"{type(rng).__name__}")
+            rng = np.random.default_rng(int(rng))
         obs_t, single = self._obs(obs)
         z_t = self._skills(z, len(obs_t))
         noise = None

@@ -35,12 +35,19 @@ def _train(args: argparse.Namespace) -> int:
         if args.seed is not None:
             overrides.append(f"seed={args.seed}")
         if args.resume:
+            given = [option for option, value in (("--config", args.config), ("--run-dir", args.run_dir)) if value]
+            if given:
+                from pretrain.run.trainer import RESUMABLE_KEYS
+
+                raise ConfigError(f"--resume takes the run folder and its config from {run_dir}; leave out "
+                                  f"{' and '.join(given)} (a resumed run may change {', '.join(sorted(RESUMABLE_KEYS))}"
+                                  " with --set KEY=VALUE), or start a new run with --config and --run-dir")
             run_state_dir(run_dir)  # the clear error for a folder without a run comes before any config error
             config = read_run_config(run_dir, dict(_parse_override(item) for item in overrides))
         else:
             if not args.run_dir:
                 raise ConfigError("give --run-dir for a new run, or --resume RUN_DIR to continue one")
-            config = load_config(args.config, overrides)
+            config = load_config(args.config or "ant", overrides)
         result = train(config, run_dir, resume=bool(args.resume), progress_bar=not args.no_progress)
     except (ConfigError, ResumeError) as error:
         return _fail(error)
@@ -51,8 +58,12 @@ def _train(args: argparse.Namespace) -> int:
         print(f"metra-pretrain: interrupted; the last saved run state is kept ({resume_hint})", file=sys.stderr)
         return 130
     except OSError as error:  # a full disk, a folder made read-only under a running run, ...
+        if (run_dir / "run_state" / "latest").is_dir():
+            then = f"the last saved run state is kept. Free space or fix permissions, then {resume_hint}"
+        else:
+            then = "no run state was saved. Free space, fix permissions or choose another --run-dir"
         print(f"metra-pretrain: error: cannot write the run ({error.strerror or error}: {error.filename or run_dir}); "
-              f"the last saved run state is kept. Free space or fix permissions, then {resume_hint}", file=sys.stderr)
+              f"{then}", file=sys.stderr)
         return 2
     if result.stopped_by:
         print(f"metra-pretrain: {result.stopped_by}: stopped after saving epoch {result.epoch}; {resume_hint}",
@@ -105,6 +116,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     except (CheckpointError, ValueError) as error:
         print(f"metra-pretrain: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a full disk, a folder made read-only during the evaluation, ...
+        return _fail(f"cannot write the results ({error.strerror or error}: {error.filename or args.out})")
     print(f"{args.checkpoint}: policy coverage {result['policy_coverage']} bins "
           f"({args.skills} deterministic skills x {result['steps']} steps); figures and coverage.json in {args.out}")
     return 0
@@ -120,6 +133,8 @@ def _goal_eval(args: argparse.Namespace) -> int:
     except (CheckpointError, ValueError) as error:
         print(f"metra-pretrain: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a full disk, a folder made read-only during the evaluation, ...
+        return _fail(f"cannot write the results ({error.strerror or error}: {error.filename or args.out})")
     for name in ("trained", "untrained"):
         if name in result:
             low, high = result[name]["ci95"]
@@ -152,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train METRA skills (or --resume a run)")
-    train.add_argument("--config", default="ant", help=f"bundled config {builtin_configs()} or a YAML file")
+    train.add_argument("--config", help=f"bundled config {builtin_configs()} or a YAML file (default: ant)")
     train.add_argument("--run-dir", help="folder for checkpoints, evaluations and TensorBoard logs")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
     train.add_argument("--seed", type=int, help="random seed (default: the config's)")

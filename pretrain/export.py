@@ -15,6 +15,7 @@ import torch as th
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard import metadata_eval_result
 from safetensors.torch import save_file
+from sb3_contrib.common.torch_layers import BatchRenorm
 
 import metra_gym
 from metra_gym.envs.normalization import ObservationNormalizer
@@ -28,6 +29,10 @@ from pretrain.run.trainer import algorithm_class, read_run_config
 _ACTOR_PREFIXES = {"latent_pi.": "latent.", "mu.": "mu.", "log_std.": "log_std."}
 
 
+PIXEL_EXPORT = ("skill checkpoints hold MLP networks on state observations; exporting a pixel run is not supported yet "
+                "(evaluate it with its run folder instead)")
+
+
 def skill_env_id(env_id: str) -> str | None:
     """The registered skill-level id whose low-level environment is ``env_id`` (metra/Ant-v0 -> AntSkills)."""
     for spec in gym.registry.values():
@@ -36,20 +41,65 @@ def skill_env_id(env_id: str) -> str | None:
     return None
 
 
+def actor_activation(run_config: PretrainConfig) -> str:
+    """The hidden activation of a backbone's actor: sb3-contrib's CrossQ policies default to ReLU, our SAC and TQC
+    policies use tanh (the official METRA code's)."""
+    return "relu" if run_config.backbone == "crossq" else "tanh"
+
+
+def _folded_actor(actor: th.nn.Module) -> dict[str, th.Tensor]:
+    """CrossQ's actor, ``[BRN, Linear, ReLU, BRN, Linear, ReLU, BRN]`` then the ``mu`` and ``log_std`` heads, as the
+    plain ReLU MLP of :class:`SkillActor`. In eval mode (how actions are taken) a batch renormalisation is the affine
+    map ``x -> a * x + c`` with ``a = scale / sqrt(ra_var + eps)`` and ``c = bias - a * ra_mean``; the linear layer
+    after it absorbs it: ``W (a * x + c) + b = (W diag(a)) x + (W c + b)``."""
+    pending: tuple[th.Tensor, th.Tensor] | None = None  # the affine map waiting for the next linear layer
+
+    def absorb(linear: th.nn.Linear) -> tuple[th.Tensor, th.Tensor]:
+        weight, bias = linear.weight.detach(), linear.bias.detach()
+        if pending is None:
+            return weight, bias
+        a, c = pending
+        return weight * a, bias + weight @ c
+
+    tensors: dict[str, th.Tensor] = {}
+    n_linear = 0
+    for layer in actor.latent_pi:
+        if isinstance(layer, BatchRenorm):
+            if pending is not None:
+                raise ConfigError("cannot export a CrossQ actor with two batch renormalisations in a row")
+            a = 1.0 / (layer.ra_var + layer.eps).sqrt()
+            c = -layer.ra_mean * a
+            if layer.affine:
+                a, c = layer.scale * a, layer.scale * c + layer.bias
+            pending = (a.detach(), c.detach())
+        elif isinstance(layer, th.nn.Linear):
+            weight, bias = absorb(layer)
+            tensors[f"actor.latent.{2 * n_linear}.weight"], tensors[f"actor.latent.{2 * n_linear}.bias"] = weight, bias
+            n_linear, pending = n_linear + 1, None
+        elif not isinstance(layer, th.nn.ReLU):
+            raise ConfigError(f"cannot export a CrossQ actor with a {type(layer).__name__} layer (expected "
+                              "BatchRenorm, Linear and ReLU)")
+    for head in ("mu", "log_std"):
+        tensors[f"actor.{head}.weight"], tensors[f"actor.{head}.bias"] = absorb(getattr(actor, head))
+    return tensors
+
+
 def skill_tensors(model) -> dict[str, th.Tensor]:
     """The actor and phi weights of a trained model under the names of :class:`metra_gym.SkillPolicy`."""
     if getattr(model, "pixels", False):
-        raise ConfigError("skill checkpoints hold MLP networks on state observations; exporting a pixel run is not "
-                          "supported yet (evaluate it with its run folder instead)")
+        raise ConfigError(PIXEL_EXPORT)
     layers = list(model.actor.latent_pi)
-    if not all(isinstance(layer, th.nn.Linear if i % 2 == 0 else th.nn.Tanh) for i, layer in enumerate(layers)):
+    if any(isinstance(layer, BatchRenorm) for layer in layers):
+        tensors = _folded_actor(model.actor)
+    elif all(isinstance(layer, th.nn.Linear if i % 2 == 0 else th.nn.Tanh) for i, layer in enumerate(layers)):
+        tensors = {}
+        for key, value in model.actor.state_dict().items():
+            prefix = next(p for p in _ACTOR_PREFIXES if key.startswith(p))
+            tensors["actor." + _ACTOR_PREFIXES[prefix] + key[len(prefix):]] = value
+    else:
         raise ConfigError(f"cannot export the actor of the {type(model).__name__} model: metra_gym's SkillActor is an "
-                          f"MLP with tanh hidden layers (the actors of the sac and tqc backbones), this one has "
-                          f"{[type(layer).__name__ for layer in layers]}")
-    tensors: dict[str, th.Tensor] = {}
-    for key, value in model.actor.state_dict().items():
-        prefix = next(p for p in _ACTOR_PREFIXES if key.startswith(p))
-        tensors["actor." + _ACTOR_PREFIXES[prefix] + key[len(prefix):]] = value
+                          "MLP with tanh hidden layers (sac and tqc) or ReLU ones with batch renormalisation (crossq), "
+                          f"this one has {[type(layer).__name__ for layer in layers]}")
     phi = getattr(model.skill_learner, "phi", None)  # DIAYN, DADS and CIC have none: their checkpoints hold the actor
     for key, value in (phi.state_dict().items() if phi is not None else ()):
         tensors["phi." + key] = value
@@ -184,10 +234,15 @@ def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: boo
     out_dir = Path(out_dir)
     _check_out_dir(out_dir, force)
     env = gym.make(run_config.env_id, **run_config.env_kwargs)
-    obs_dim, action_space = int(env.observation_space.shape[0]), env.action_space
+    observation_space, action_space = env.observation_space, env.action_space
     env.close()
+    if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
+        raise ConfigError(f"{PIXEL_EXPORT}; {run_config.env_id} with these env_kwargs has {observation_space} "
+                          "observations")
+    obs_dim = int(observation_space.shape[0])
     th.manual_seed(run_config.seed)
-    actor = SkillActor(obs_dim, run_config.skill_dim, int(action_space.shape[0]), run_config.hidden)
+    actor = SkillActor(obs_dim, run_config.skill_dim, int(action_space.shape[0]), run_config.hidden,
+                       actor_activation(run_config))
     for head in (actor.mu, actor.log_std):  # as SkillSACPolicy initialises the actor's output layers
         th.nn.init.xavier_normal_(head.weight, gain=0.1)
         th.nn.init.zeros_(head.bias)
@@ -216,9 +271,11 @@ def has_phi(run_config: PretrainConfig) -> bool:
 
 def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any, action_high: Any,
                       provenance: dict[str, Any]) -> dict[str, Any]:
-    """The ``config.json`` of a skill checkpoint: what the networks need and where they came from."""
+    """The ``config.json`` of a skill checkpoint: what the networks need and where they came from. Its format version
+    is the lowest that reads it (2 for a tanh actor), so that older metra-gym versions load what they can."""
+    activation = actor_activation(run_config)
     return {
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if activation != "tanh" else 2,
         "env_id": run_config.env_id,
         "env_kwargs": run_config.env_kwargs,
         "skill_env_id": skill_env_id(run_config.env_id),
@@ -229,6 +286,7 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
         "skill_dim": run_config.skill_dim,
         "discrete_skills": run_config.discrete_skills,
         "actor_hidden": run_config.hidden,
+        **({} if activation == "tanh" else {"actor_activation": activation}),
         "phi_hidden": run_config.phi_hidden if has_phi(run_config) else None,
         "normalizer": {"name": run_config.normalizer,
                        **ObservationNormalizer.from_name(run_config.normalizer, obs_dim).to_dict()},

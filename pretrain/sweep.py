@@ -61,6 +61,9 @@ def sweep(config_name: str, run_root: str | Path, seeds: list[int], grid: dict[s
     :param cpus_per_run: CPUs Ray reserves per trial (also the trial's torch threads).
     :param address: a Ray cluster to join (``"auto"``); None starts Ray on this machine.
     """
+    if isinstance(cpus_per_run, bool) or not isinstance(cpus_per_run, int) or cpus_per_run < 1:
+        raise ConfigError(f"--cpus-per-run (CPUs and torch threads of each run) must be an integer >= 1, "
+                          f"got {cpus_per_run!r}")
     import ray
     from ray import tune
 

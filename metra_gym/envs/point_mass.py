@@ -35,33 +35,46 @@ class PointMassEnv(gym.Env, EzPickle):
     :param image_size: side of the pixel view.
     :param view_half_size: half-width of the viewed square in metres.
     :param floor_half_size: half-width of the coloured floor in metres (colours saturate beyond it).
+    :param render_mode: ``None`` or ``"rgb_array"`` (``render()`` returns the top-down view, whatever ``obs_type``).
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     OBS_TYPES = ("state", "pixels")
 
     def __init__(self, max_speed: float = 1.0, reset_noise_scale: float = 0.1, obs_type: str = "state",
-                 image_size: int = 48, view_half_size: float = 6.0, floor_half_size: float = 30.0) -> None:
+                 image_size: int = 48, view_half_size: float = 6.0, floor_half_size: float = 30.0,
+                 render_mode: str | None = None) -> None:
         if obs_type not in self.OBS_TYPES:
             raise ValueError(f"obs_type must be one of {self.OBS_TYPES}, got {obs_type!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
         self.max_speed = float(max_speed)
         self.reset_noise_scale = float(reset_noise_scale)
         self.obs_type, self.image_size = obs_type, int(image_size)
         self.view_half_size, self.floor_half_size = float(view_half_size), float(floor_half_size)
+        offsets = (np.arange(self.image_size) + 0.5) / self.image_size * 2 * self.view_half_size - self.view_half_size
+        self._view_x, self._view_y = offsets[None, :], offsets[::-1, None]  # image rows run from +y down
         if obs_type == "pixels":
             self.observation_space = spaces.Box(0, 255, (self.image_size, self.image_size, 3), np.uint8)
-            offsets = (np.arange(self.image_size) + 0.5) / self.image_size * 2 * self.view_half_size - self.view_half_size
-            self._view_x, self._view_y = offsets[None, :], offsets[::-1, None]  # image rows run from +y down
         else:
             self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self._position = np.zeros(2)
         EzPickle.__init__(self, max_speed=max_speed, reset_noise_scale=reset_noise_scale, obs_type=obs_type,
-                          image_size=image_size, view_half_size=view_half_size, floor_half_size=floor_half_size)
+                          image_size=image_size, view_half_size=view_half_size, floor_half_size=floor_half_size,
+                          render_mode=render_mode)
 
     def _obs(self) -> np.ndarray:
         if self.obs_type == "state":
             return self._position.astype(np.float32)
+        return self._view()
+
+    def render(self) -> np.ndarray | None:
+        """The top-down view with ``render_mode="rgb_array"`` (None otherwise)."""
+        return self._view() if self.render_mode == "rgb_array" else None
+
+    def _view(self) -> np.ndarray:
         x = np.broadcast_to(self._position[0] + self._view_x, (self.image_size, self.image_size))
         y = np.broadcast_to(self._position[1] + self._view_y, (self.image_size, self.image_size))
         ramp = 2 * self.floor_half_size

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # Version 2 adds ``weights_sha256``, the sha256 hex digest of model.safetensors; version 1 checkpoints (without
-# it) still load.
-FORMAT_VERSION = 2
+# it) still load. Version 3 adds the optional ``actor_activation`` (absent: tanh); an export writes 3 only when it is
+# not tanh, so that a reader of version 2 refuses a ReLU actor instead of running it with tanh.
+FORMAT_VERSION = 3
+ACTOR_ACTIVATIONS = ("tanh", "relu")  # the keys of metra_gym.networks.ACTIVATIONS (this module stays torch-free)
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 CARD = "README.md"
@@ -108,6 +110,8 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         if not isinstance(hidden, list) or not hidden or not all(_is_int(w) and w >= 1 for w in hidden):
             fail(key, "a non-empty list of positive integers (hidden layer widths)"
                  + (", or null for a checkpoint without phi" if key == "phi_hidden" else ""))
+    if config.get("actor_activation", "tanh") not in ACTOR_ACTIVATIONS:
+        fail("actor_activation", f"one of {list(ACTOR_ACTIVATIONS)}")
     normalizer = config["normalizer"]
     if not isinstance(normalizer, dict) or not {"mean", "std"} <= normalizer.keys():
         fail("normalizer", 'a JSON object with "mean" and "std"')

@@ -20,6 +20,21 @@ def _is_repo_id(text: str) -> bool:
     return bool(_REPO_ID.match(text)) and "--" not in text and ".." not in text and not text.endswith(".git")
 
 
+def _is_local_path(checkpoint: str | Path) -> bool:
+    """Whether ``checkpoint`` names a local folder rather than a bundled name or a Hub repo: a Path, an existing
+    path, a string that starts with ``./``, ``../``, ``/`` or ``~``, or one whose parent folder exists (``runs/x``
+    with a ``runs`` folder here). ``org/name`` without such a folder stays a Hub repo id."""
+    if isinstance(checkpoint, Path):
+        return True
+    text = str(checkpoint)
+    if text.startswith(HUB_PREFIX):
+        return False
+    if Path(text).exists() or text.startswith(("./", "../", "/", "~", ".\\", "..\\")):
+        return True
+    parent = Path(text).parent
+    return "/" in text.rstrip("/") and parent != Path(".") and parent.is_dir()
+
+
 def bundled_checkpoints() -> list[str]:
     """Names of the checkpoints shipped inside the package."""
     root = resources.files("metra_gym") / "bundled"
@@ -56,16 +71,35 @@ def locate_checkpoint(checkpoint: str | Path, revision: str | None = None) -> tu
     """The local folder of a checkpoint and a reference that names exactly it from any working directory: the
     bundled name, the absolute folder path, or ``hf://org/name@<commit>`` (what a pickled policy reloads)."""
     text = str(checkpoint)
-    if isinstance(checkpoint, Path) or Path(text).exists():
-        folder = Path(text)
+    if not text.strip():
+        raise CheckpointError(f"the checkpoint name is empty; give a bundled name {bundled_checkpoints()}, a local "
+                              "folder, or a Hub repo as 'org/name' or 'hf://org/name@rev'")
+    if _is_local_path(checkpoint):
+        folder = Path(text).expanduser()
+        if not folder.exists():
+            raise CheckpointError(f"no such folder: {folder} (a skill checkpoint is a folder with {CONFIG} and "
+                                  f"{WEIGHTS}); check the path")
         if not folder.is_dir():
             raise CheckpointError(f"{folder} is a file; a skill checkpoint is a folder with {CONFIG} and {WEIGHTS}")
+        if revision is not None:
+            raise CheckpointError(f"{folder} is a local folder, which has no revisions; leave revision out, or name "
+                                  f"a Hub repo ('org/name') for revision {revision!r}")
         return folder, str(folder.resolve())
     if text in bundled_checkpoints():
+        if revision is not None:
+            raise CheckpointError(f"{text!r} is a checkpoint bundled with metra-gym, which has no revisions; leave "
+                                  f"revision out, or name a Hub repo ('org/name') for revision {revision!r}")
         return Path(str(resources.files("metra_gym") / "bundled" / text)), text
     if text.startswith(HUB_PREFIX) or _REPO_ID.match(text.split("@")[0]):
         repo_id, revision = parse_hub_reference(text, revision)
-        folder = download_from_hub(repo_id, revision)
+        try:
+            folder = download_from_hub(repo_id, revision)
+        except CheckpointError as error:
+            if text.startswith(HUB_PREFIX):
+                raise
+            # 'runs/ckpt' reads as a Hub repo id when no 'runs' folder exists here; a mistyped path reads so too.
+            raise CheckpointError(f"{error} (no local folder {text} exists either; write a local path as "
+                                  f"./{text})") from None
         # The cache's snapshot folder is named by the commit: pin it, so a reload gets these very files.
         return folder, f"{HUB_PREFIX}{repo_id}@{folder.name if _COMMIT.match(folder.name) else revision or 'main'}"
     raise CheckpointError(f"unknown checkpoint {text!r}: bundled names are {bundled_checkpoints()}; "
@@ -112,6 +146,18 @@ def _cache_only(repo_id: str, revision: str | None) -> bool:
     return _hub_unreachable(repo_id, revision)
 
 
+def _how_to_download() -> str:
+    """What to change so that a download is tried and can succeed: offline mode, or the Hub address."""
+    import os
+
+    from huggingface_hub import constants
+
+    if constants.is_offline_mode():
+        return "HF_HUB_OFFLINE is set, so nothing is downloaded: unset it to download the checkpoint"
+    endpoint = f"{constants.ENDPOINT}, set by HF_ENDPOINT" if os.environ.get("HF_ENDPOINT") else constants.ENDPOINT
+    return f"connect to the network once to download it (the Hub address is {endpoint})"
+
+
 def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
     """Fetch a checkpoint file by file into the Hugging Face cache (which writes each file completely or not at
     all) and return its snapshot folder. Works offline from the cache with ``HF_HUB_OFFLINE=1``."""
@@ -144,8 +190,7 @@ def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
             if filename == CARD:
                 continue
             raise CheckpointError(f"cannot reach the Hugging Face Hub and no cached copy of {filename} of {where} "
-                                  "exists; connect to the network once (or unset HF_HUB_OFFLINE) to download it, "
-                                  "or pass a local checkpoint folder") from None
+                                  f"exists; {_how_to_download()}, or pass a local checkpoint folder") from None
         except EntryNotFoundError:
             if filename == CARD:
                 continue

@@ -8,6 +8,7 @@ through phi: the paper's latent-space figure).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +36,30 @@ def episode_steps(policy: SkillPolicy) -> int:
     return int(policy.config.get("provenance", {}).get("config", {}).get("episode_steps", EPISODE_STEPS))
 
 
+def check_out_dir(out_dir: str | Path, option: str = "--out") -> Path:
+    """``out_dir`` as a Path, or a ValueError before any work when it cannot become a folder of results (a file, or
+    under a file, or in a folder this user may not write)."""
+    out_dir = Path(out_dir)
+    existing = next((p for p in (out_dir, *out_dir.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        what = "it is a file" if existing == out_dir else f"{existing} is a file"
+        raise ValueError(f"{option} {out_dir} must be a folder for the results, but {what}; give another folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {out_dir}: cannot write in {existing} (permission denied); give another folder")
+    return out_dir
+
+
 def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48, steps: int | None = None,
                         seed: int = 0, revision: str | None = None) -> dict[str, Any]:
     """Policy coverage of ``n_skills`` deterministic skills (drawn with ``seed``; resets seeded ``seed + i``) over
     episodes of ``steps`` (default: the training episode length), with figures, written to ``out_dir``."""
     if n_skills < 1:
         raise ValueError(f"the number of skills must be >= 1, got {n_skills}")
+    out_dir = check_out_dir(out_dir)
     policy = SkillPolicy.from_pretrained(checkpoint, revision=revision)
     steps = steps or episode_steps(policy)
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed)
     obs, positions = rollout_observations(policy, skills, steps, seed=seed)
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     bins = coverage(positions)
     result = {
@@ -61,7 +75,7 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
     }
     plot_trajectories(positions, skills, out_dir / "trajectories.png",
                       title=f"{policy.env_id}: {n_skills} skills, coverage {bins} bins")
-    if policy.skill_dim == 2 and not policy.discrete:
+    if policy.skill_dim == 2 and not policy.discrete and policy.phi_net is not None:  # DIAYN, DADS, CIC: no phi
         plot_phi(policy.phi(obs.reshape(-1, obs.shape[-1])).reshape(len(skills), -1, 2), skills,
                  out_dir / "phi.png")
     (out_dir / "coverage.json").write_text(json.dumps(result, indent=1))

@@ -18,6 +18,7 @@ import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.registration import EPISODE_STEPS, ZERO_SHOT_GOAL_RANGES
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.evaluation.coverage import SkillRollouts
+from pretrain.evaluation.evaluate_checkpoint import check_out_dir
 
 
 def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np.ndarray:
@@ -51,6 +52,16 @@ def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = EPISODE_STE
             "paths": paths}
 
 
+def check_same_shape(policy: SkillPolicy, baseline: SkillPolicy) -> None:
+    """Raise ValueError unless ``baseline`` can stand for ``policy`` untrained: the same env and the same sizes."""
+    for name in ("env_id", "obs_dim", "action_dim", "skill_dim", "discrete"):
+        mine, theirs = getattr(policy, name), getattr(baseline, name)
+        if mine != theirs:
+            raise ValueError(f"the baseline {baseline.source} has {name} {theirs!r}, but {policy.source} has "
+                             f"{mine!r}; give an untrained checkpoint of the same config (metra-pretrain export "
+                             "--untrained --config ...), or leave --baseline out")
+
+
 def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int = 0,
               baseline: bool = True, baseline_checkpoint: str | None = None) -> dict[str, Any]:
     """Zero-shot goal reaching of a checkpoint, beside an untrained one of the same shape: ``baseline_checkpoint``
@@ -60,8 +71,13 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
 
     if n_goals < 2:
         raise ValueError(f"the number of goals must be >= 2 (a 95 % interval needs two), got {n_goals}")
+    out_dir = check_out_dir(out_dir)
     policy = SkillPolicy.from_pretrained(checkpoint)
     policy.require_phi()
+    baseline_policy = None
+    if baseline and baseline_checkpoint is not None:  # before any rollout: a baseline of another shape is refused
+        baseline_policy = SkillPolicy.from_pretrained(baseline_checkpoint)
+        check_same_shape(policy, baseline_policy)
     trained = reach_goals(policy, n_goals, seed=seed)
     result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
                               "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
@@ -72,11 +88,11 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
                 config = build_config({**policy.config["provenance"]["config"], "seed": seed})
                 baseline_checkpoint = str(export_untrained(config, Path(tmp) / "untrained"))
                 result["baseline_checkpoint"] = f"untrained, seed {seed}"
+                baseline_policy = SkillPolicy.from_pretrained(baseline_checkpoint)
             else:
                 result["baseline_checkpoint"] = str(baseline_checkpoint)
-            untrained = reach_goals(SkillPolicy.from_pretrained(baseline_checkpoint), n_goals, seed=seed)
+            untrained = reach_goals(baseline_policy, n_goals, seed=seed)
         result["untrained"] = {k: untrained[k] for k in ("mean", "ci95", "median", "distances")}
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: a failed evaluation leaves no empty folder
     (out_dir / "goal_reaching.json").write_text(json.dumps(result, indent=1))
     plot_goal_paths(trained["paths"], trained["goals"], out_dir / "goal_paths.png",

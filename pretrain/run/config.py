@@ -135,6 +135,8 @@ class PretrainConfig:
         if self.collector == "overlapped" and self.n_envs % self.collector_workers:
             raise ConfigError(f"n_envs ({self.n_envs}) must be a multiple of collector_workers "
                               f"({self.collector_workers}): each worker steps the same number of environments")
+        if not 0 <= self.seed < 2**32:  # numpy's and torch's seeds
+            raise ConfigError(f"seed must be an integer in [0, 2**32 - 1], got {self.seed}")
         if self.snapshot_every < 0:
             raise ConfigError(f"snapshot_every must be >= 0 (0: no snapshots), got {self.snapshot_every}")
         if self.algo == "cic" and self.cic_knn_k > self.batch_size:
@@ -174,6 +176,9 @@ def builtin_configs() -> list[str]:
 def _read_yaml(name_or_path: str) -> dict[str, Any]:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
+        if path.is_dir():
+            raise ConfigError(f"config {path} is a folder; give a YAML file (e.g. {path / 'my_config.yaml'}) or one "
+                              f"of {builtin_configs()}")
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
         text = path.read_text()
@@ -235,6 +240,9 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
                 raise ConfigError(f"config key {f.name!r} must be a number, got {value!r}") from None
         elif value is not None and expected in (int, bool, str) and type(value) is not expected:
             raise ConfigError(f"config key {f.name!r} must be {expected.__name__}, got {value!r}")
+        elif expected is dict and not isinstance(value, dict):
+            raise ConfigError(f"config key {f.name!r} must be a mapping of keyword arguments (e.g. "
+                              f"{{obs_type: state}}), got {value!r}")
     _check_algorithm_keys(values, config)
     return config.validate()
 

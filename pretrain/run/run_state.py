@@ -166,22 +166,37 @@ def run_state_dir(run_dir: Path, recover: bool = True) -> Path:
     complete state is returned where it lies and nothing is moved.
     """
     run_dir = Path(run_dir)
+    # recover: --resume; else a reader (export), whose messages must not talk about resuming.
+    command, verb = ("--resume", "resume") if recover else ("export", "read")
     if run_dir.is_file():
         hint = " (an SB3 .zip is a model, not a run)" if run_dir.suffix == ".zip" else ""
-        raise ResumeError(f"--resume expects the run folder written by metra-pretrain train, got the file {run_dir}{hint}")
+        raise ResumeError(f"{command} expects the run folder written by metra-pretrain train, got the file "
+                          f"{run_dir}{hint}")
     root = run_dir / ROOT
     if not root.is_dir():
-        raise ResumeError(f"{run_dir} has no run state to resume ({root} is missing); start it with "
-                          "`metra-pretrain train --run-dir`")
+        if recover:
+            raise ResumeError(f"{run_dir} has no run state to resume ({root} is missing); start it with "
+                              "`metra-pretrain train --run-dir`")
+        what = "does not exist" if not run_dir.exists() else f"has no run state to {verb} ({root} is missing)"
+        raise ResumeError(f"{run_dir} {what}; give the folder of a run started with `metra-pretrain train "
+                          "--run-dir`")
     latest = root / LATEST
     candidates = [p for p in [latest, root / PREVIOUS, *sorted(root.glob(f"{TMP_PREFIX}*"))] if p.is_dir()]
     complete = [(state["epoch"], p) for p in candidates if (state := _complete(p)) is not None]
     if not complete:
         legacy = latest / "model.zip"
         if legacy.is_file() and (latest / STATE).is_file():
-            raise ResumeError(f"{latest} was written by an older metra-gym without file checksums; resume it with "
-                              "that version, or start a new run")
-        raise ResumeError(f"{run_dir} has no complete run state to resume (looked in {root})")
+            try:
+                state = json.loads((latest / STATE).read_text())
+            except (OSError, ValueError):  # ValueError: not JSON, or not UTF-8
+                state = None
+            if not isinstance(state, dict):
+                raise ResumeError(f"{latest / STATE} is damaged (not a JSON object), so the run state cannot be "
+                                  "resumed; restore the file from a backup, or start a new run")
+            if "files" not in state:
+                raise ResumeError(f"{latest} was written by an older metra-gym without file checksums; resume it "
+                                  "with that version, or start a new run")
+        raise ResumeError(f"{run_dir} has no complete run state to {verb} (looked in {root})")
     best = max(complete, key=lambda item: (item[0], item[1] == latest))[1]
     with zipfile.ZipFile(best / "model.zip") as archive:
         if "skill_learner.pth" not in archive.namelist():

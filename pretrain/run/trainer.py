@@ -166,7 +166,14 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> P
     path = Path(run_dir) / "config.yaml"
     if not path.is_file():
         raise ConfigError(f"{run_dir} is not a run folder: {path} is missing")
-    saved = yaml.safe_load(path.read_text())
+    try:
+        saved = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path} is not valid YAML ({str(error).splitlines()[0]}); restore it, or start a new "
+                          "--run-dir") from None
+    if not isinstance(saved, dict):
+        raise ConfigError(f"{path} must be a mapping of config keys to values, got {type(saved).__name__}; "
+                          "restore it, or start a new --run-dir")
     fixed = sorted(k for k, v in (overrides or {}).items() if k not in RESUMABLE_KEYS and saved.get(k, v) != v)
     if fixed:
         raise ConfigError(f"cannot change {', '.join(fixed)} when resuming (the saved model depends on it); "
@@ -220,22 +227,36 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     if resume:
         folder = run_state_dir(run_dir)
         verify_files(folder)  # before any pickle in it is loaded
-    elif (run_dir / "run_state").exists():
-        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not os.access(run_dir, os.W_OK):
-        raise ConfigError(f"cannot write to the run folder {run_dir}; choose a writable --run-dir")
-    venv = training_env(config, make)
-    if resume:
-        model = algorithm_class(config).load(folder / "model.zip", env=venv, device=device)
-        attach_collector(model, config)
-        state = load_run_state(folder, model, tracker)
-        start_epoch, start_wall_clock = int(state["epoch"]), float(state.get("wall_clock_s", 0.0))
-        set_learning_rate(model, config.learning_rate)
     else:
-        model = build_model(config, venv, run_dir)
-        attach_collector(model, config)
-    save_config(config, run_dir)
+        existing = next((p for p in (run_dir, *run_dir.parents) if p.exists()), Path("."))
+        if not existing.is_dir():
+            where = "it is a file" if existing == run_dir else f"{existing} is a file"
+            raise ConfigError(f"--run-dir {run_dir} must be a folder for the run, but {where}; choose another path")
+        if (run_dir / "run_state").exists():
+            raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
+    created = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if not os.access(run_dir, os.W_OK):
+            raise ConfigError(f"cannot write to the run folder {run_dir}; choose a writable --run-dir")
+        venv = training_env(config, make)
+        if resume:
+            model = algorithm_class(config).load(folder / "model.zip", env=venv, device=device)
+            attach_collector(model, config)
+            state = load_run_state(folder, model, tracker)
+            start_epoch, start_wall_clock = int(state["epoch"]), float(state.get("wall_clock_s", 0.0))
+            set_learning_rate(model, config.learning_rate)
+        else:
+            model = build_model(config, venv, run_dir)
+            attach_collector(model, config)
+        save_config(config, run_dir)
+    except BaseException:
+        for folder_made in created:  # a run that never started leaves no empty folders behind
+            try:
+                folder_made.rmdir()
+            except OSError:
+                break
+        raise
 
     rollouts = SkillRollouts(make, config.eval_skills, config.episode_steps)
 

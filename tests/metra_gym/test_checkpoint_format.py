@@ -120,10 +120,10 @@ def test_weights_that_do_not_match_the_recorded_sha256_are_refused(tmp_path):
 
 
 def test_bundled_checkpoints_are_format_2_with_their_hash():
-    for name in ("ant", "half_cheetah"):
+    for name in ("ant", "half_cheetah", "ant-0.1", "half_cheetah-0.1"):  # the previous release stays reachable
         folder = resolve_checkpoint(name)
         config = read_config(folder)
-        assert config["format_version"] == 2 == FORMAT_VERSION
+        assert config["format_version"] == 2 <= FORMAT_VERSION  # tanh actors: the lowest version that reads them
         assert config["weights_sha256"] == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
 
 
@@ -135,3 +135,11 @@ def test_format_1_checkpoint_without_a_hash_still_loads(tmp_path):
     policy = SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=version_1))
     obs = np.zeros((2, 29), dtype=np.float32)
     np.testing.assert_array_equal(policy.act(obs, [1.0, 0.0]), SkillPolicy.from_pretrained("ant").act(obs, [1.0, 0.0]))
+
+
+def test_a_checkpoint_with_an_unknown_actor_activation_is_one_clear_error(tmp_path):
+    def banana(config):
+        config["actor_activation"] = "banana"
+
+    with pytest.raises(CheckpointError, match=r"actor_activation.*one of \['tanh', 'relu'\]"):
+        SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=banana))

@@ -36,3 +36,15 @@ def test_normaliser_rejects_wrong_size_and_unknown_name():
         ObservationNormalizer.from_name("ant", 18)
     with pytest.raises(ValueError, match="unknown normaliser preset 'antt'"):
         ObservationNormalizer.from_name("antt", 29)
+
+
+def test_point_mass_takes_render_mode_like_gymnasium_envs():
+    env = gym.make("metra/PointMass-v0", render_mode=None)
+    env.reset(seed=0)
+    assert env.render_mode is None and env.render() is None
+    env = gym.make("metra/PointMass-v0", render_mode="rgb_array", image_size=16)
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (16, 16, 3) and frame.dtype == np.uint8
+    with pytest.raises(ValueError, match=r"render_mode must be None or one of \['rgb_array'\], got 'human'"):
+        gym.make("metra/PointMass-v0", render_mode="human")

@@ -76,7 +76,8 @@ def test_truncated_download_leaves_nothing_in_place(hub):
 
 def test_offline_without_cache_is_a_clear_error(hub, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub and no cached copy"):
+    with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub and no cached copy.*HF_HUB_OFFLINE "
+                                              "is set, so nothing is downloaded: unset it"):
         resolve_checkpoint("metra/ant-skills")
 
 
@@ -86,8 +87,9 @@ def test_unreachable_hub_without_cache_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     start = time.monotonic()
-    with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub and no cached copy"):
+    with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub and no cached copy") as error:
         resolve_checkpoint("metra/ant-skills")
+    assert "HF_HUB_OFFLINE" not in str(error.value) and "the Hub address is http://127.0.0.1:9" in str(error.value)
     # One refused connection is enough: not huggingface_hub's 5 retries with 1-8 s waits (~24 s).
     assert time.monotonic() - start < 8
 
@@ -192,4 +194,12 @@ def test_push_to_hub_checks_the_folder_then_uploads_it(tmp_path, monkeypatch):
 
 
 def test_bundled_names():
-    assert {"ant", "half_cheetah"} <= set(bundled_checkpoints())
+    assert {"ant", "half_cheetah", "ant-0.1", "half_cheetah-0.1"} <= set(bundled_checkpoints())
+
+
+def test_a_mistyped_local_path_that_reads_as_a_repo_id_says_so(hub, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no 'runs' folder here: 'runs/my_ckpt' is a Hub repo id
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(CheckpointError, match=r"no cached copy.*\(no local folder runs/my_ckpt exists either; write "
+                                              r"a local path as ./runs/my_ckpt\)"):
+        resolve_checkpoint("runs/my_ckpt")

@@ -162,3 +162,33 @@ def test_render_fps_is_per_skill_step():
     env.reset(seed=0)
     env.step(1)
     assert env.render().shape == (12, 16, 3)
+
+
+def test_a_skill_env_is_built_on_the_point_mass_from_its_id():
+    import torch
+
+    from metra_gym.networks import PhiNetwork, SkillActor
+
+    weights = {f"actor.{k}": v for k, v in SkillActor(2, 2, 2, [8]).state_dict().items()}
+    weights.update({f"phi.{k}": v for k, v in PhiNetwork(2, 2, [8]).state_dict().items()})
+    config = {"env_id": "metra/PointMass-v0", "obs_dim": 2, "action_dim": 2, "skill_dim": 2,
+              "discrete_skills": False, "action_low": [-1.0, -1.0], "action_high": [1.0, 1.0], "actor_hidden": [8],
+              "phi_hidden": [8], "normalizer": {"mean": [0.0, 0.0], "std": [1.0, 1.0]}}
+    policy = SkillPolicy(config, {k: v.to(torch.float32) for k, v in weights.items()}, source="tiny point mass")
+    env = SkillEnv("metra/PointMass-v0", checkpoint=policy, skill_steps=2)
+    obs, _ = env.reset(seed=0)
+    obs, _, _, _, info = env.step(np.array([1.0, 0.0], dtype=np.float32))
+    assert obs.shape == (2,) and "coordinates" in info
+
+
+def test_env_kwargs_the_env_does_not_take_are_one_clear_error():
+    with pytest.raises(ValueError, match=r"cannot build 'metra/Ant-v0' with env_kwargs \{'bogus': 1\}: .*'bogus'$"):
+        gym.make("metra/AntSkills-v0", env_kwargs={"bogus": 1})
+    with pytest.raises(ValueError, match="env_kwargs must be a dict of keyword arguments"):
+        gym.make("metra/AntSkills-v0", env_kwargs=[1, 2])
+
+
+def test_an_unknown_render_mode_is_refused_not_warned_about():
+    with pytest.raises(ValueError, match=r"render_mode must be None or one of \['human', 'rgb_array', "
+                                         r"'depth_array'.*got 'banana'"):
+        gym.make("metra/AntSkills-v0", render_mode="banana")

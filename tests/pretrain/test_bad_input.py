@@ -36,6 +36,9 @@ def _run(args, capsys):
     (["--set", "dual_slack=-1"], "dual_slack must be a finite number in [0, inf), got -1.0"),
     (["--set", "alpha_init=0"], "alpha_init must be a finite number in (0, inf), got 0.0"),
     (["--set", "learning_starts=-5"], "learning_starts must be >= 0, got -5"),
+    (["--set", "env_kwargs=[1, 2]"], "config key 'env_kwargs' must be a mapping of keyword arguments"),
+    (["--seed", "-1"], "seed must be an integer in [0, 2**32 - 1], got -1"),
+    (["--set", "seed=4294967296"], "seed must be an integer in [0, 2**32 - 1], got 4294967296"),
     (["--set", "buffer_size=1"], "buffer_size must hold at least one epoch (400 transitions)"),
     (["--set", "n_envs=100000"], "n_envs must be <= 256"),
     (["--set", "device=banana"], "device must be cpu, cuda, cuda:N or auto, got 'banana'"),
@@ -135,3 +138,70 @@ def test_resume_refuses_to_change_what_the_saved_model_depends_on(tmp_path, caps
     with pytest.raises(Exception, match="cannot change net_width, skill_dim when resuming"):
         read_run_config(tmp_path, {"net_width": 128, "skill_dim": 3, "epochs": 5})
     assert read_run_config(tmp_path, {"epochs": 5, "learning_rate": 1e-5}).learning_rate == 1e-5
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("epochs: [1, 2\n", "config.yaml is not valid YAML"),
+    ("- 1\n- 2\n", "config.yaml must be a mapping of config keys to values, got list"),
+])
+def test_resume_with_a_damaged_config_yaml_is_one_clear_error(tmp_path, text, message):
+    from pretrain.run.config import ConfigError
+    from pretrain.run.trainer import read_run_config
+
+    (tmp_path / "config.yaml").write_text(text)
+    with pytest.raises(ConfigError, match="restore it, or start a new --run-dir") as error:
+        read_run_config(tmp_path, {"epochs": 5})
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("command", [["evaluate", "ant", "--skills", "1"],
+                                     ["goal-eval", "ant", "--goals", "2", "--no-baseline"]])
+@pytest.mark.parametrize("out", ["file.txt", "file.txt/sub"])
+def test_evaluation_out_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch, command, out):
+    from metra_gym.skill_policy import SkillPolicy
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the checkpoint was loaded before --out was checked")
+
+    monkeypatch.setattr(SkillPolicy, "from_pretrained", no_loading)
+    (tmp_path / "file.txt").write_text("keep")
+    code = main([*command, "--out", str(tmp_path / out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "must be a folder for the results" in err and "is a file" in err
+    assert err.count("error:") == 1 and "Traceback" not in err
+    assert (tmp_path / "file.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize("run_dir", ["file.txt", "file.txt/run"])
+def test_a_run_dir_that_is_a_file_is_named_and_not_offered_for_resume(tmp_path, capsys, run_dir):
+    (tmp_path / "file.txt").write_text("keep")
+    code, err = _run(["--config", "point_mass", "--run-dir", str(tmp_path / run_dir)], capsys)
+    assert code == 2 and "must be a folder for the run" in err and "is a file; choose another path" in err
+    assert "--resume" not in err and err.count("error:") == 1
+    assert (tmp_path / "file.txt").read_text() == "keep"
+
+
+def test_a_new_run_that_fails_before_starting_leaves_no_empty_folders(tmp_path, monkeypatch):
+    from pretrain.run import trainer
+    from pretrain.run.config import load_config
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(trainer, "build_model", broken)
+    with pytest.raises(OSError):
+        trainer.train(load_config("point_mass", ["torch_threads=1"]), tmp_path / "a" / "run", verbose=0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_config_folder_is_not_called_missing(tmp_path, capsys):
+    code, err = _run(["--config", str(tmp_path), "--run-dir", str(tmp_path / "run")], capsys)
+    assert code == 2 and f"config {tmp_path} is a folder; give a YAML file" in err and "does not exist" not in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("extra", [["--config", "ant"], ["--run-dir", "other"], ["--config", "ant", "--run-dir", "x"]])
+def test_resume_refuses_config_and_run_dir_instead_of_ignoring_them(tmp_path, capsys, extra):
+    code, err = _run(["--resume", str(tmp_path), *extra], capsys)
+    assert code == 2 and f"--resume takes the run folder and its config from {tmp_path}; leave out {extra[0]}" in err
+    assert "--set KEY=VALUE" in err and err.count("error:") == 1

@@ -23,7 +23,12 @@ def test_export_refuses_to_overwrite_and_rejects_a_folder_without_a_run(tmp_path
     assert "exists and is not empty; choose another OUT_DIR or pass --force" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "run"), str(out), "--force"]) == 0
     assert main(["export", str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
-    assert "has no run state to resume" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nothing does not exist; give the folder of a run started with" in err and "resume" not in err
+    (tmp_path / "empty").mkdir()
+    assert main(["export", str(tmp_path / "empty"), str(tmp_path / "other")]) == 2
+    err = capsys.readouterr().err
+    assert "empty has no run state to read" in err and "resume" not in err
     assert not (tmp_path / "other").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary folder left
 
@@ -38,7 +43,7 @@ def test_evaluate_writes_coverage_and_figures(tmp_path, capsys):
     assert "unknown checkpoint 'nope'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("backbone", "layers"), [("sac", 2), ("sac", 3), ("tqc", 2)])
+@pytest.mark.parametrize(("backbone", "layers"), [("sac", 2), ("sac", 3), ("tqc", 2), ("crossq", 2)])
 def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path, backbone, layers):
     from pretrain.export import export_run
     from pretrain.run.config import load_config
@@ -49,6 +54,7 @@ def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path, backb
     train(config, tmp_path / "run", verbose=0)
     export_run(tmp_path / "run", tmp_path / "ckpt")
     model = algorithm_class(config).load(tmp_path / "run" / "run_state" / "latest" / "model.zip", device="cpu")
+    model.policy.set_training_mode(False)  # how actions are taken (CrossQ's batch renormalisation: running stats)
     policy = SkillPolicy.from_pretrained(tmp_path / "ckpt")
     obs = np.random.default_rng(0).uniform(-5, 5, (16, 2)).astype(np.float32)
     z = np.random.default_rng(1).standard_normal((16, 2)).astype(np.float32)
@@ -63,14 +69,33 @@ def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path, backb
     assert "model-index" in card and "- metra" in card and "- stable-baselines3" in card
 
 
-def test_export_of_a_crossq_run_is_one_clear_error(tmp_path, capsys):
-    config = load_config("point_mass", ["epochs=1", "learning_starts=100", "net_width=16", "torch_threads=1",
-                                        "backbone=crossq", "save_replay_buffer=false"])
-    train(config, tmp_path / "run", verbose=0)
-    assert main(["export", str(tmp_path / "run"), str(tmp_path / "ckpt")]) == 2
-    err = capsys.readouterr().err
-    assert "the sac and tqc backbones" in err and err.count("error:") == 1
-    assert not (tmp_path / "ckpt").exists()
+def test_crossq_actor_folds_its_batch_renormalisation_into_a_relu_mlp(tmp_path):
+    """Non-trivial running statistics and affine parameters in every BatchRenorm layer: the exported ReLU MLP
+    must still act exactly like CrossQ's actor in eval mode; the checkpoint says relu and needs format 3."""
+    from sb3_contrib.common.torch_layers import BatchRenorm
+
+    from metra_gym.networks import SkillActor
+    from pretrain.export import checkpoint_config, skill_tensors
+    from tests.pretrain.helpers import tiny_model
+
+    model, config = tiny_model(tmp_path, backbone="crossq")
+    generator = th.Generator().manual_seed(0)
+    for layer in model.actor.latent_pi:
+        if isinstance(layer, BatchRenorm):
+            n = layer.num_features
+            layer.ra_mean.copy_(th.randn(n, generator=generator))
+            layer.ra_var.copy_(th.rand(n, generator=generator) * 3 + 0.1)
+            layer.scale.data.copy_(th.randn(n, generator=generator))
+            layer.bias.data.copy_(th.randn(n, generator=generator))
+    model.policy.set_training_mode(False)
+    actor = SkillActor(2, 2, 2, config.hidden, "relu")
+    actor.load_state_dict({k[len("actor."):]: v for k, v in skill_tensors(model).items() if k.startswith("actor.")})
+    features = th.randn(64, 4, generator=generator)
+    with th.no_grad():
+        th.testing.assert_close(actor(features[:, :2], features[:, 2:]), model.actor(features, deterministic=True))
+    written = checkpoint_config(config, 2, [-1.0, -1.0], [1.0, 1.0], {})
+    assert written["actor_activation"] == "relu" and written["format_version"] == 3
+    assert "actor_activation" not in checkpoint_config(load_config("point_mass"), 2, [-1.0], [1.0], {})
 
 
 def test_exported_folder_records_held_out_results_and_loads_from_the_fake_hub(tmp_path, monkeypatch):
@@ -142,3 +167,11 @@ def test_baselines_export_and_load_in_the_runtime(tmp_path, capsys, algo):
     assert main(["goal-eval", str(tmp_path / "ckpt"), "--goals", "4", "--out", str(tmp_path / "goals")]) == 2
     assert "zero-shot goal reaching are defined for METRA and LSD" in capsys.readouterr().err
     assert not (tmp_path / "goals").exists()
+
+
+def test_untrained_export_of_a_pixel_config_is_refused_like_a_pixel_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["export", "--untrained", "--config", "point_mass_pixels", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "exporting a pixel run is not supported yet" in err and err.count("error:") == 1
+    assert not out.exists()

@@ -29,3 +29,13 @@ def test_a_bad_grid_fails_before_ray_starts(tmp_path):
     with pytest.raises(ConfigError, match="unknown config key 'gradient_step'"):
         sweep("point_mass", tmp_path / "sweep", seeds=[0], grid={"gradient_step": [10]}, overrides=SETTINGS)
     assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize("cpus", [0, -2])
+def test_cpus_per_run_below_one_names_the_option(tmp_path, capsys, cpus):
+    from pretrain.cli import main
+
+    code = main(["sweep", "--config", "point_mass", "--run-root", str(tmp_path / "sweep"), "--cpus-per-run", str(cpus)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--cpus-per-run (CPUs and torch threads of each run) must be an integer >= 1, got {cpus}" in err
+    assert "torch_threads" not in err.split("(")[0] and not (tmp_path / "sweep").exists()

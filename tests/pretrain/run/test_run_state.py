@@ -212,3 +212,20 @@ def test_reading_a_run_state_moves_nothing(tmp_path):
     (root / "latest").rename(root / "previous")  # as if a save were between its two renames
     assert run_state.run_state_dir(run, recover=False) == root / "previous"
     assert sorted(p.name for p in root.iterdir()) == ["previous"]
+
+
+@pytest.mark.parametrize(("state", "message"), [
+    ("{not json", "state.json is damaged (not a JSON object)"),
+    ("[1, 2]", "state.json is damaged (not a JSON object)"),
+    ('{"epoch": 3}', "was written by an older metra-gym without file checksums"),
+])
+def test_a_damaged_state_json_is_not_called_an_older_version(tmp_path, state, message):
+    latest = tmp_path / "run_state" / "latest"
+    latest.mkdir(parents=True)
+    (latest / "model.zip").write_bytes(b"zip")
+    (latest / "state.json").write_text(state)
+    with pytest.raises(run_state.ResumeError, match="cannot be resumed|resume it with that version") as error:
+        run_state.run_state_dir(tmp_path)
+    assert message in str(error.value)
+    if "damaged" in message:
+        assert "older" not in str(error.value)

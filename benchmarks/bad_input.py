@@ -1,0 +1,765 @@
+"""What a user gets for bad input: a broad set of wrong commands, configs, skill actions, policy inputs and broken
+checkpoint files, each tried for real, with the answer recorded.
+
+Groups: ``cli/config`` (``metra-pretrain train`` validation, resume, export, evaluate, goal-eval, sweep; each run
+as ``python -m pretrain ...`` in its own temporary folder, with a timeout), ``skill env`` (``gym.make`` arguments
+and ``step`` actions of ``metra/AntSkills-v0`` / ``metra/HalfCheetahSkills-v0``), ``SkillPolicy`` (``act``, ``phi``,
+``goal_skill``, ``make_env``), ``checkpoint`` (copies of the bundled ``ant`` checkpoint with broken ``config.json``
+fields or weights, missing files, bad names and Hub references; the Hub only offline or at an unreachable
+``HF_ENDPOINT=http://127.0.0.1:9``, never the network) and ``pickle`` (pickling and deep-copying envs and policies,
+which should work).
+
+Each case gets one outcome:
+
+- ``clear error``: the library's own error (exit code != 0 without a Python traceback for commands; a
+  ``ValueError``/``TypeError``/``CheckpointError``/``gymnasium.error.Error`` raised in metra_gym or pretrain for
+  calls), with the first line of its message;
+- ``works``: no error (a legal input, or a bad input that is silently accepted: see ``expected``);
+- ``TRACEBACK``: a raw Python traceback on stderr, or an exception of another type or raised inside a library;
+- ``TIMEOUT``: the command did not finish within ``--timeout`` seconds.
+
+For commands, ``files left`` lists what appeared or changed in the case's folder (a failed command should leave
+nothing). Writes ``benchmarks/results/bad_input/summary.json`` (every row, the counts) and ``table.md``. About
+150 cases in about 5 minutes on 2 busy CPU cores (the commands, one at a time, are nearly all of it: each starts
+Python and torch); the Hub is never contacted.
+
+    nice -n 19 env OMP_NUM_THREADS=1 MUJOCO_GL=egl python benchmarks/bad_input.py [--timeout 180] [--only GROUP]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Before anything imports huggingface_hub: no Hub request may leave this machine, and no user cache is read.
+# A --child keeps the environment its case gave it (HF_HUB_OFFLINE unset for the unreachable-Hub cases); it
+# inherits HF_ENDPOINT=http://127.0.0.1:9 from the parent either way.
+if "--child" not in sys.argv:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import argparse  # noqa: E402
+import copy  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import pickle  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from collections import Counter  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import asdict, dataclass  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+
+import metra_gym  # noqa: E402, F401  (registers the metra/ ids)
+
+RESULTS = ROOT / "benchmarks" / "results" / "bad_input"
+OURS = (str(ROOT / "metra_gym"), str(ROOT / "pretrain"))
+MESSAGE_CHARS = 160
+SCRATCH: list[str] = []  # the scratch folder of this run, shown as <tmp> in messages
+GROUPS = ("cli/config", "skill env", "SkillPolicy", "checkpoint", "pickle")  # the table's order
+TRACEBACK_MARK = "Traceback (most recent call last)"
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+# A run small enough to train in seconds: the fixture that resume and export cases start from, and the settings of
+# train cases that might get past validation.
+TINY = ["epochs=1", "learning_starts=100", "net_width=16", "torch_threads=1", "n_envs=2", "eval_skills=4",
+        "gradient_steps=5", "save_replay_buffer=false"]
+
+
+@dataclass
+class Row:
+    group: str
+    input: str
+    expected: str  # "error" or "works": what a careful library should answer
+    outcome: str  # "clear error", "works", "TRACEBACK" or "TIMEOUT"
+    detail: str  # exception type or exit code, and the first line of the message (or of the output)
+    files_left: str  # commands: what appeared or changed in the case's folder; calls: "-"
+    seconds: float
+
+
+def first_line(text: str) -> str:
+    for scratch in SCRATCH:  # temporary folders differ run to run: write them as <tmp>
+        text = text.replace(scratch, "<tmp>")
+    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
+    return line if len(line) <= MESSAGE_CHARS else line[: MESSAGE_CHARS - 3] + "..."
+
+
+# --- calls in this process ----------------------------------------------------------------------------------------
+
+
+def classify_exception(error: BaseException) -> tuple[str, str]:
+    """(outcome, detail) of an exception: a clear error is one of the documented types, raised by our own code."""
+    frames = traceback.extract_tb(error.__traceback__)
+    origin = frames[-1] if frames else None
+    ours = origin is not None and origin.filename.startswith(OURS)
+    detail = f"{type(error).__name__}: {first_line(str(error))}"
+    if isinstance(error, gym.error.Error) or (isinstance(error, (ValueError, TypeError)) and ours):
+        return "clear error", detail
+    where = f" [raised in {Path(origin.filename).name}:{origin.lineno}]" if origin is not None else ""
+    return "TRACEBACK", detail + where
+
+
+def attempt(fn: Callable[[], Any]) -> tuple[str, str]:
+    try:
+        result = fn()
+    except Exception as error:  # every exception is the measurement
+        return classify_exception(error)
+    return "works", first_line(_describe(result))
+
+
+def _describe(result: Any) -> str:
+    if isinstance(result, tuple) and len(result) == 5:  # a step: obs, reward, terminated, truncated, info
+        info = result[4]
+        return f"step ok: reward {float(result[1]):.3f}, skill {_rounded(info.get('skill'))}"
+    if isinstance(result, np.ndarray):
+        return f"array {result.shape} {_rounded(result.ravel()[:4])}"
+    return type(result).__name__ if not isinstance(result, str) else result
+
+
+def _rounded(values: Any) -> list[float]:
+    return [round(float(v), 3) for v in np.ravel(values)]
+
+
+def call(group: str, label: str, fn: Callable[[], Any], expected: str = "error") -> Row:
+    start = time.perf_counter()
+    outcome, detail = attempt(fn)
+    return Row(group, label, expected, outcome, detail, "-", round(time.perf_counter() - start, 2))
+
+
+# --- commands in subprocesses -------------------------------------------------------------------------------------
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file (size, mtime) and folder (an empty folder left behind counts too) under ``folder``."""
+    return {str(p.relative_to(folder)) + ("/" if p.is_dir() else ""):
+            (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else (-1, 0) for p in folder.rglob("*")}
+
+
+def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> str:
+    """What appeared or changed, summarised by top-level entry: ``run/ (12 files)``."""
+    changed = sorted(path for path, stamp in after.items() if before.get(path) != stamp)
+    removed = sorted(set(before) - set(after))
+    if not changed and not removed:
+        return "none"
+    tops: dict[str, int] = {}
+    for path in changed:
+        parts_ = Path(path).parts
+        top = parts_[0] + ("/" if len(parts_) > 1 or path.endswith("/") else "")
+        tops[top] = tops.get(top, 0) + (not path.endswith("/"))  # count files; a folder alone counts as 0
+    parts = [(f"{top} ({n} file{'s' * (n != 1)})" if top.endswith("/") else top) for top, n in sorted(tops.items())]
+    if removed:
+        parts.append(f"{len(removed)} removed")
+    return ", ".join(parts)
+
+
+def child_env(extra: dict[str, str | None] | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def classify_command(code: int, stdout: str, stderr: str) -> tuple[str, str]:
+    if TRACEBACK_MARK in stderr or TRACEBACK_MARK in stdout:
+        lines = [s for s in stderr.strip().splitlines() if s.strip()]
+        # The exception line ("yaml.scanner.ScannerError: ..."); messages may run over several lines after it.
+        last = next((s for s in reversed(lines) if EXCEPTION_LINE.match(s)), lines[-1] if lines else "")
+        return "TRACEBACK", f"exit {code}: {first_line(last)}"
+    if code == 0:
+        return "works", f"exit 0: {first_line(stdout.strip().splitlines()[-1] if stdout.strip() else '')}"
+    # The line that says what is wrong (argparse prints its usage first; libraries may warn first).
+    lines = [s for s in stderr.splitlines() if s.strip()]
+    message = next((s for s in lines if "error" in s.lower() or "stopped" in s.lower()), lines[0] if lines else "")
+    return "clear error", f"exit {code}: {first_line(message)}"
+
+
+class Runner:
+    """Runs each command case in a fresh folder under ``scratch`` and records what it answers and leaves."""
+
+    def __init__(self, scratch: Path, fixtures: Path, timeout: float) -> None:
+        self.scratch, self.fixtures, self.timeout = scratch, fixtures, timeout
+        self.count = 0
+
+    def folder(self) -> Path:
+        self.count += 1
+        path = self.scratch / "cases" / f"{self.count:03d}"
+        path.mkdir(parents=True)
+        return path
+
+    def setup(self, folder: Path, fixtures: dict[str, str] | None, files: dict[str, str] | None) -> None:
+        """Copy fixtures (name in the case folder -> fixture name) and write small files into the case folder."""
+        for name, fixture in (fixtures or {}).items():
+            source = self.fixtures / fixture
+            if source.is_dir():
+                shutil.copytree(source, folder / name)
+            else:
+                shutil.copy2(source, folder / name)
+        for name, text in (files or {}).items():
+            if name.endswith("/"):
+                (folder / name).mkdir(parents=True, exist_ok=True)
+            else:
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(text)
+
+    def cli(self, group: str, args: list[str], expected: str = "error", fixtures: dict[str, str] | None = None,
+            files: dict[str, str] | None = None, env: dict[str, str | None] | None = None,
+            label: str | None = None) -> Row:
+        folder = self.folder()
+        self.setup(folder, fixtures, files)
+        before = snapshot(folder)
+        shown = label or "metra-pretrain " + shlex.join(args)
+        start = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, "-m", "pretrain", *args], cwd=folder, env=child_env(env),
+                                  capture_output=True, text=True, timeout=self.timeout)
+            outcome, detail = classify_command(done.returncode, done.stdout, done.stderr)
+        except subprocess.TimeoutExpired:
+            outcome, detail = "TIMEOUT", f"no answer within {self.timeout:.0f} s"
+        seconds = round(time.perf_counter() - start, 2)
+        return Row(group, shown, expected, outcome, detail, changed_files(before, snapshot(folder)), seconds)
+
+    def python(self, group: str, label: str, expression: str, env: dict[str, str | None] | None = None,
+               expected: str = "error") -> Row:
+        """Evaluate ``expression`` in a child process (for settings read at import, such as the Hub's)."""
+        folder = self.folder()
+        start = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", expression], cwd=folder,
+                                  env=child_env(env), capture_output=True, text=True, timeout=self.timeout)
+            lines = done.stdout.strip().splitlines()
+            if done.returncode == 0 and lines:
+                answer = json.loads(lines[-1])
+                outcome, detail = answer["outcome"], answer["detail"]
+            else:
+                outcome, detail = classify_command(done.returncode, done.stdout, done.stderr)
+                outcome = "TRACEBACK" if outcome != "works" else outcome
+        except subprocess.TimeoutExpired:
+            outcome, detail = "TIMEOUT", f"no answer within {self.timeout:.0f} s"
+        seconds = round(time.perf_counter() - start, 2)
+        return Row(group, label, expected, outcome, f"{detail} ({seconds:.0f} s)", "-", seconds)
+
+
+def child(expression: str) -> None:
+    """``--child EXPR``: evaluate one call here and print its (outcome, detail) as JSON."""
+    from metra_gym.skill_policy import SkillPolicy
+
+    namespace = {"SkillPolicy": SkillPolicy, "gym": gym, "np": np, "Path": Path}
+    outcome, detail = attempt(lambda: eval(expression, namespace))  # our own expressions, not input
+    print(json.dumps({"outcome": outcome, "detail": detail}))
+
+
+# --- fixtures ---------------------------------------------------------------------------------------------------
+
+
+def ant_folder() -> Path:
+    from metra_gym.skill_checkpoint.hub import resolve_checkpoint
+
+    return resolve_checkpoint("ant")
+
+
+def broken_checkpoint(folder: Path, edit_config: Callable[[dict], None] | None = None,
+                      edit_weights: Callable[[dict], None] | None = None, rehash: bool = True) -> Path:
+    """A copy of the bundled ``ant`` checkpoint with its config.json and/or weights edited (re-hashed by default,
+    so that the edit itself, not the sha256, is what the loader meets)."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(ant_folder(), folder)
+    config = json.loads((folder / "config.json").read_text())
+    if edit_weights is not None:
+        tensors = load_file(folder / "model.safetensors")
+        edit_weights(tensors)
+        save_file(tensors, folder / "model.safetensors")
+        if rehash:
+            config["weights_sha256"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    if edit_config is not None:
+        edit_config(config)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def set_key(key: str, value: Any) -> Callable[[dict], None]:
+    def edit(config: dict) -> None:
+        if "." in key:
+            outer, inner = key.split(".")
+            config[outer][inner] = value
+        else:
+            config[key] = value
+    return edit
+
+
+def make_fixtures(fixtures: Path, timeout: float) -> None:
+    """A tiny finished run, an untrained DIAYN checkpoint (no phi), an ant checkpoint naming CartPole-v1."""
+    fixtures.mkdir(parents=True)
+    env = child_env()
+    steps = [["train", "--no-progress", "--config", "point_mass", "--run-dir", "tiny_run",
+              *[a for s in TINY for a in ("--set", s)]],
+             ["export", "--untrained", "--config", "point_mass", "--set", "algo=diayn", "diayn_ckpt"]]
+    for args in steps:
+        done = subprocess.run([sys.executable, "-m", "pretrain", *args], cwd=fixtures, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise SystemExit(f"fixture {shlex.join(args)} failed:\n{done.stderr}")
+    broken_checkpoint(fixtures / "cartpole_ckpt", edit_config=set_key("env_id", "CartPole-v1"))
+    (fixtures / "file.txt").write_text("not a folder\n")
+
+
+# --- the cases ----------------------------------------------------------------------------------------------------
+
+
+def cli_cases(run: Runner) -> list[Row]:
+    g = "cli/config"
+    rows: list[Row] = []
+
+    def train(*sets: str, extra: tuple[str, ...] = (), tiny: bool = False, expected: str = "error", **kw: Any) -> None:
+        args = ["train", "--no-progress", "--config", "point_mass", "--run-dir", "run", *extra]
+        for s in sets:
+            args += ["--set", s]
+        label = "metra-pretrain " + shlex.join(args[:1] + args[2:]) + (" + tiny settings" if tiny else "")
+        if tiny:
+            args += [a for s in TINY for a in ("--set", s)]
+        rows.append(run.cli(g, args, expected=expected, label=label, **kw))
+
+    # Config values, validated before anything is written.
+    for setting in ["learning_rate=-1", "learning_rate=nan", "gamma=2", "device=banana", "device=cuda", "epoch=10",
+                    "epochs", "epochs=ten", "backbone=ppo", "env_id=CartPole-v1", "normalizer=antt",
+                    "env_kwargs=[1, 2]"]:
+        train(setting)
+    train(extra=("--seed", "-1"), tiny=True)
+    # Config files and arguments.
+    rows.append(run.cli(g, ["train", "--config", "cheetah", "--run-dir", "run"]))
+    rows.append(run.cli(g, ["train", "--config", "missing.yaml", "--run-dir", "run"]))
+    rows.append(run.cli(g, ["train", "--config", "bad.yaml", "--run-dir", "run"], files={"bad.yaml": "epochs: [1, 2\n"}))
+    rows.append(run.cli(g, ["train", "--config", "configs", "--run-dir", "run"], files={"configs/": ""}))
+    rows.append(run.cli(g, ["train", "--config", "point_mass"]))
+    rows.append(run.cli(g, ["trian", "--config", "point_mass"]))
+    rows.append(run.cli(g, ["train", "--no-progress", "--config", "point_mass", "--run-dir", "file.txt",
+                            *[a for s in TINY for a in ("--set", s)]], fixtures={"file.txt": "file.txt"},
+                        label="metra-pretrain train --config point_mass --run-dir file.txt (an existing file) "
+                              "+ tiny settings"))
+    rows.append(run.cli(g, ["train", "--config", "point_mass", "--run-dir", "run"], fixtures={"run": "tiny_run"},
+                        label="metra-pretrain train --config point_mass --run-dir run (a finished run)"))
+    # Resume.
+    rows.append(run.cli(g, ["train", "--resume", "missing"]))
+    rows.append(run.cli(g, ["train", "--resume", "file.txt"], fixtures={"file.txt": "file.txt"}))
+    for setting in ["backbone=tqc", "learning_rate=-1"]:
+        rows.append(run.cli(g, ["train", "--no-progress", "--resume", "run", "--set", setting],
+                            fixtures={"run": "tiny_run"}))
+    rows.append(run.cli(g, ["train", "--no-progress", "--resume", "run"], fixtures={"run": "tiny_run"},
+                        files={"run/config.yaml": "epochs: [1, 2\n"},
+                        label="metra-pretrain train --resume run (config.yaml not valid YAML)"))
+    rows.append(run.cli(g, ["train", "--no-progress", "--resume", "run"], fixtures={"run": "tiny_run"},
+                        files={"run/config.yaml": "- 1\n- 2\n"},
+                        label="metra-pretrain train --resume run (config.yaml a YAML list)"))
+    rows.append(run.cli(g, ["train", "--no-progress", "--resume", "run"], fixtures={"run": "tiny_run"},
+                        files={"run/run_state/latest/state.json": "{not json"},
+                        label="metra-pretrain train --resume run (run_state/latest/state.json not valid JSON)"))
+    rows.append(run.cli(g, ["train", "--no-progress", "--resume", "run", "--config", "ant", "--run-dir", "other"],
+                        fixtures={"run": "tiny_run"}, expected="error",
+                        label="metra-pretrain train --resume run --config ant --run-dir other (finished tiny run)"))
+    # Export.
+    rows.append(run.cli(g, ["export", "run", "file.txt"], fixtures={"run": "tiny_run", "file.txt": "file.txt"},
+                        label="metra-pretrain export run file.txt (an existing file)"))
+    rows.append(run.cli(g, ["export", "run", "out"], fixtures={"run": "tiny_run"}, files={"out/keep.txt": "x"},
+                        label="metra-pretrain export run out (a non-empty folder)"))
+    rows.append(run.cli(g, ["export", "missing", "out"]))
+    rows.append(run.cli(g, ["export", "run", "out", "--held-out", "missing.json"], fixtures={"run": "tiny_run"}))
+    rows.append(run.cli(g, ["export", "--untrained", "--config", "point_mass_pixels", "out"]))
+    rows.append(run.cli(g, ["export", "run", "out"], fixtures={"run": "tiny_run"}, expected="works"))
+    # Evaluate and goal-eval.
+    for args in (["evaluate", "ant", "--skills", "0"], ["evaluate", "antt"], ["goal-eval", "ant", "--goals", "0"]):
+        rows.append(run.cli(g, args))
+    rows.append(run.cli(g, ["evaluate", "empty"], files={"empty/": ""}))
+    rows.append(run.cli(g, ["evaluate", "hf://metra/ant-skills", "--skills", "1"],
+                        label="HF_HUB_OFFLINE=1 (empty cache) metra-pretrain evaluate hf://metra/ant-skills"))
+    rows.append(run.cli(g, ["evaluate", "ckpt", "--skills", "1"], fixtures={"ckpt": "cartpole_ckpt"},
+                        label="metra-pretrain evaluate ckpt --skills 1 (ant checkpoint whose env_id is CartPole-v1)"))
+    rows.append(run.cli(g, ["evaluate", "ckpt", "--skills", "2"], fixtures={"ckpt": "diayn_ckpt"}, expected="works",
+                        label="metra-pretrain evaluate ckpt --skills 2 (untrained DIAYN point-mass checkpoint)"))
+    rows.append(run.cli(g, ["evaluate", "ant", "--skills", "1", "--out", "file.txt"], fixtures={"file.txt": "file.txt"},
+                        label="metra-pretrain evaluate ant --skills 1 --out file.txt (an existing file)"))
+    rows.append(run.cli(g, ["goal-eval", "ckpt", "--goals", "2"], fixtures={"ckpt": "diayn_ckpt"},
+                        label="metra-pretrain goal-eval ckpt --goals 2 (untrained DIAYN checkpoint, no phi)"))
+    rows.append(run.cli(g, ["goal-eval", "ant", "--goals", "2", "--baseline", "half_cheetah"]))
+    rows.append(run.cli(g, ["goal-eval", "ant", "--goals", "2", "--no-baseline", "--out", "file.txt"],
+                        fixtures={"file.txt": "file.txt"},
+                        label="metra-pretrain goal-eval ant --goals 2 --no-baseline --out file.txt (an existing file)"))
+    # Sweep: every case must fail before Ray starts.
+    rows.append(run.cli(g, ["sweep", "--config", "point_mass", "--run-root", "sweep", "--grid", "epoch=1,2"]))
+    rows.append(run.cli(g, ["sweep", "--config", "point_mass", "--run-root", "sweep", "--cpus-per-run", "0"]))
+    return rows
+
+
+def skill_env_cases(scratch: Path, fixtures: Path) -> list[Row]:
+    from metra_gym.skill_env import SkillEnv
+
+    g = "skill env"
+    ant = gym.make("metra/AntSkills-v0", skill_steps=1)
+    ant.reset(seed=0)
+    cheetah = gym.make("metra/HalfCheetahSkills-v0", skill_steps=1)
+    cheetah.reset(seed=0)
+    empty = scratch / "empty_folder"
+    empty.mkdir(exist_ok=True)
+    rows = [call(g, "AntSkills: step([1, 0]) before reset()",
+                 lambda: gym.make("metra/AntSkills-v0", skill_steps=1).step([1.0, 0.0]))]
+    discrete = [("3.7", 3.7), ('"3"', "3"), ("True", True), ("2**70", 2**70), ("16", 16),
+                ("np.array([3])", np.array([3]))]
+    for text, action in discrete:
+        rows.append(call(g, f"HalfCheetahSkills (Discrete(16)): step({text})", lambda a=action: cheetah.step(a)))
+    rows.append(call(g, "HalfCheetahSkills: step(np.int8(3))", lambda: cheetah.step(np.int8(3)), expected="works"))
+    continuous = [("[nan, 1.0]", [np.nan, 1.0]), ("[inf, 0.0]", [np.inf, 0.0]), ("[0.0, 0.0]", [0.0, 0.0]),
+                  ("[1.0, 0.0, 0.0]", [1.0, 0.0, 0.0]), ("3.7", 3.7), ('["1", "0"]', ["1", "0"]),
+                  ("[True, False]", [True, False]), ("None", None), ("2**70", 2**70), ("[1+1j, 0]", [1 + 1j, 0])]
+    for text, action in continuous:
+        rows.append(call(g, f"AntSkills (Box(-1, 1, (2,))): step({text})", lambda a=action: ant.step(a)))
+    for text, action in [("[1e300, 1e300]", [1e300, 1e300]), ("[3.0, 4.0]", [3.0, 4.0])]:
+        rows.append(call(g, f"AntSkills: step({text})", lambda a=action: ant.step(a), expected="works"))
+    rows.append(call(g, "AntSkills: reset(seed=-1)", lambda: ant.reset(seed=-1)))
+    makes: list[tuple[str, dict[str, Any], str]] = [
+        ("metra/AntSkills-v0", {"skill_steps": True}, "error"), ("metra/AntSkills-v0", {"skill_steps": 0}, "error"),
+        ("metra/AntSkills-v0", {"skill_steps": 2.0}, "error"),
+        ("metra/AntSkills-v0", {"checkpoint": "half_cheetah"}, "error"),
+        ("metra/HalfCheetahSkills-v0", {"checkpoint": "ant"}, "error"),
+        ("metra/AntSkills-v0", {"checkpoint": "antt"}, "error"),
+        ("metra/AntSkills-v0", {"policy_obs_dim": 20}, "error"),
+        ("metra/AntSkills-v0", {"env_kwargs": {"bogus": 1}}, "error"),
+        ("metra/AntSkills-v0", {"render_mode": "banana"}, "error"),
+        ("metra/QuadrupedSkills-v0", {}, "error"),
+    ]
+    for env_id, kwargs, expected in makes:
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        rows.append(call(g, f"gym.make({env_id!r}{', ' if shown else ''}{shown})",
+                         lambda e=env_id, k=kwargs: gym.make(e, **k), expected=expected))
+    rows.append(call(g, "gym.make('metra/AntSkills-v0', checkpoint=<empty folder>)",
+                     lambda: gym.make("metra/AntSkills-v0", checkpoint=str(empty))))
+    rows.append(call(g, "SkillEnv('metra/PointMass-v0', checkpoint=<untrained point-mass checkpoint>)",
+                     lambda: SkillEnv("metra/PointMass-v0", checkpoint=str(fixtures / "diayn_ckpt")),
+                     expected="works"))
+    return rows
+
+
+def policy_cases(scratch: Path, fixtures: Path) -> list[Row]:
+    from metra_gym.skill_policy import SkillPolicy
+
+    g = "SkillPolicy"
+    ant = SkillPolicy.from_pretrained("ant")
+    cheetah = SkillPolicy.from_pretrained("half_cheetah")
+    obs, z = np.zeros(29, dtype=np.float32), np.array([1.0, 0.0])
+    rows = [
+        call(g, "ant.act(obs, [0, 0]) (zero skill)", lambda: ant.act(obs, [0.0, 0.0])),
+        call(g, "ant.act(obs, [3, 4]) (norm 5)", lambda: ant.act(obs, [3.0, 4.0])),
+        call(g, "ant.act(obs, [1, 0, 0]) (3-d skill)", lambda: ant.act(obs, [1.0, 0.0, 0.0])),
+        call(g, "ant.act(obs, [nan, 1])", lambda: ant.act(obs, [np.nan, 1.0])),
+        call(g, "ant.act(np.zeros(18), z) (HalfCheetah-sized obs)", lambda: ant.act(np.zeros(18), z)),
+        call(g, "ant.act(np.zeros((3, 29)), 2 skills) (batch mismatch)",
+             lambda: ant.act(np.zeros((3, 29)), np.tile(z, (2, 1)))),
+        call(g, "ant.act(np.full(29, nan), z)", lambda: ant.act(np.full(29, np.nan), z)),
+        call(g, "ant.act(obs, z, deterministic=False, rng=123) (a seed, not a Generator)",
+             lambda: ant.act(obs, z, deterministic=False, rng=123), expected="works"),  # a seed is accepted
+        call(g, "ant.act(obs, z, deterministic=False, rng='123') (a string)",
+             lambda: ant.act(obs, z, deterministic=False, rng="123")),
+        call(g, "ant.act(obs, z, deterministic=False, rng=np.random.default_rng(0))",
+             lambda: ant.act(obs, z, deterministic=False, rng=np.random.default_rng(0)), expected="works"),
+        call(g, "cheetah.act(obs, np.full(16, 1/16)) (not one-hot)",
+             lambda: cheetah.act(np.zeros(18), np.full(16, 1 / 16))),
+        call(g, "cheetah.act(obs, 3) (an index, not one-hot)", lambda: cheetah.act(np.zeros(18), 3)),
+        call(g, "ant.goal_skill(s, s)", lambda: ant.goal_skill(obs, obs)),
+        call(g, "ant.goal_skill(s, s + 1)", lambda: ant.goal_skill(obs, obs + 1.0), expected="works"),
+        call(g, "SkillPolicy.from_pretrained(<untrained DIAYN checkpoint>).phi(obs)",
+             lambda: SkillPolicy.from_pretrained(fixtures / "diayn_ckpt").phi(np.zeros(2))),
+        call(g, "SkillPolicy.from_pretrained(<ant checkpoint naming CartPole-v1>).make_env()",
+             lambda: SkillPolicy.from_pretrained(fixtures / "cartpole_ckpt").make_env()),
+        call(g, "SkillPolicy({}, {}) (the constructor with an empty config)", lambda: SkillPolicy({}, {})),
+    ]
+    return rows
+
+
+def checkpoint_cases(scratch: Path) -> list[Row]:
+    from metra_gym.skill_policy import SkillPolicy
+
+    g = "checkpoint"
+    base = scratch / "checkpoints"
+    base.mkdir()
+    count = iter(range(1000))
+
+    def load_broken(label: str, expected: str = "error", **edits: Any) -> Row:
+        folder = broken_checkpoint(base / f"c{next(count):03d}", **edits)
+        return call(g, label, lambda: SkillPolicy.from_pretrained(folder), expected=expected)
+
+    def load_files(label: str, change: Callable[[Path], None], expected: str = "error") -> Row:
+        folder = broken_checkpoint(base / f"c{next(count):03d}")
+        change(folder)
+        return call(g, label, lambda: SkillPolicy.from_pretrained(folder), expected=expected)
+
+    def delete_key(key: str) -> Callable[[dict], None]:
+        return lambda config: config.pop(key)
+
+    def shorter_normalizer(config: dict) -> None:
+        config["normalizer"]["mean"] = config["normalizer"]["mean"][:28]
+        config["normalizer"]["std"] = config["normalizer"]["std"][:28]
+
+    def downgrade(config: dict) -> None:
+        config["format_version"] = 1
+        config.pop("weights_sha256")
+
+    rows: list[Row] = []
+    fields: list[tuple[str, Any]] = [
+        ("discrete_skills", "false"), ("obs_dim", 29.7), ("obs_dim", 30), ("action_dim", "8"), ("skill_dim", 0),
+        ("format_version", 99), ("env_kwargs", []), ("action_high", [-2.0] * 8), ("actor_hidden", [256, "256"]),
+        ("normalizer", None), ("normalizer.std", [1.0] * 28 + [0.0]), ("normalizer.mean", [float("nan")] * 29),
+        ("weights_sha256", "abc"),
+    ]
+    for key, value in fields:
+        shown = json.dumps(value) if not (isinstance(value, list) and len(value) > 4) else (
+            f"[{json.dumps(value[0])}] * {len(value)}" if len(set(map(str, value))) == 1
+            else f"[1.0] * 28 + [{json.dumps(value[-1])}]")
+        rows.append(load_broken(f"config.json {key} = {shown}", edit_config=set_key(key, value)))
+    rows.append(load_broken("config.json without env_id", edit_config=delete_key("env_id")))
+    rows.append(load_broken("config.json normalizer mean and std of 28 entries (obs_dim 29)",
+                            edit_config=shorter_normalizer))
+    rows.append(load_broken("format_version 1 without weights_sha256", edit_config=downgrade, expected="works"))
+    rows.append(load_files("config.json = '{not json'", lambda f: (f / "config.json").write_text("{not json")))
+    rows.append(load_files("config.json = '[1, 2]'", lambda f: (f / "config.json").write_text("[1, 2]")))
+    rows.append(load_files("config.json missing", lambda f: (f / "config.json").unlink()))
+    rows.append(load_files("config.json is a folder", lambda f: ((f / "config.json").unlink(),
+                                                                 (f / "config.json").mkdir())))
+    rows.append(load_files("model.safetensors missing", lambda f: (f / "model.safetensors").unlink()))
+    rows.append(load_files("model.safetensors is a folder", lambda f: ((f / "model.safetensors").unlink(),
+                                                                       (f / "model.safetensors").mkdir())))
+    rows.append(load_files("model.safetensors cut to half", lambda f: (f / "model.safetensors").write_bytes(
+        (f / "model.safetensors").read_bytes()[: (f / "model.safetensors").stat().st_size // 2])))
+    rows.append(load_files("README.md missing", lambda f: (f / "README.md").unlink(), expected="works"))
+
+    def nan_weight(tensors: dict) -> None:
+        tensors["actor.mu.weight"][0, 0] = float("nan")
+
+    def nudge(tensors: dict) -> None:
+        tensors["actor.mu.weight"][0, 0] += 1e-3
+
+    def to_dtype(dtype: str) -> Callable[[dict], None]:
+        import torch
+
+        return lambda tensors: tensors.update({"actor.mu.bias": tensors["actor.mu.bias"].to(getattr(torch, dtype))})
+
+    def extra(tensors: dict) -> None:
+        tensors["actor.extra"] = tensors["actor.mu.bias"].clone()
+
+    def drop(tensors: dict) -> None:
+        tensors.pop("phi.net.0.bias")
+
+    rows.append(load_broken("weights: a NaN in actor.mu.weight (sha256 updated)", edit_weights=nan_weight))
+    rows.append(load_broken("weights: actor.mu.bias as int64 (sha256 updated)", edit_weights=to_dtype("int64")))
+    rows.append(load_broken("weights: an extra tensor actor.extra (sha256 updated)", edit_weights=extra))
+    rows.append(load_broken("weights: phi.net.0.bias missing (sha256 updated)", edit_weights=drop))
+    rows.append(load_broken("weights changed, sha256 not updated", edit_weights=nudge, rehash=False))
+    # Names and references.
+    missing_path = base / "no_such_folder"
+    for label, fn in [
+        ("from_pretrained('antt') (unknown bundled name)", lambda: SkillPolicy.from_pretrained("antt")),
+        ("from_pretrained('hf://../..')", lambda: SkillPolicy.from_pretrained("hf://../..")),
+        ("from_pretrained('hf://org/name@')", lambda: SkillPolicy.from_pretrained("hf://org/name@")),
+        ("from_pretrained('hf://org/name@v1', revision='v2')",
+         lambda: SkillPolicy.from_pretrained("hf://org/name@v1", revision="v2")),
+        ("from_pretrained(Path('<missing folder>'))", lambda: SkillPolicy.from_pretrained(missing_path)),
+        ("from_pretrained('<missing folder>') (absolute path as a string)",
+         lambda: SkillPolicy.from_pretrained(str(missing_path))),
+        ("from_pretrained('') (empty string)", lambda: SkillPolicy.from_pretrained("")),
+        ("from_pretrained('ant', revision='v9') (revision of a bundled name)",
+         lambda: SkillPolicy.from_pretrained("ant", revision="v9")),
+    ]:
+        rows.append(call(g, label, fn))
+    return rows
+
+
+def hub_cases(run: Runner) -> list[Row]:
+    g = "checkpoint"
+    offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(run.scratch / "hf_empty")}
+    unreachable = {"HF_HUB_OFFLINE": None, "HF_ENDPOINT": "http://127.0.0.1:9",
+                   "HF_HOME": str(run.scratch / "hf_empty")}
+    cases = [
+        ("HF_HUB_OFFLINE=1, empty cache: from_pretrained('hf://metra/ant-skills')",
+         "SkillPolicy.from_pretrained('hf://metra/ant-skills')", offline),
+        ("HF_HUB_OFFLINE=1, empty cache: from_pretrained('runs/my_ckpt') (a local folder that does not exist)",
+         "SkillPolicy.from_pretrained('runs/my_ckpt')", offline),
+        ("HF_ENDPOINT=http://127.0.0.1:9, empty cache: from_pretrained('metra/ant-skills')",
+         "SkillPolicy.from_pretrained('metra/ant-skills')", unreachable),
+        ("HF_ENDPOINT=http://127.0.0.1:9: gym.make('metra/AntSkills-v0', checkpoint='metra/ant-skills')",
+         "gym.make('metra/AntSkills-v0', checkpoint='metra/ant-skills')", unreachable),
+    ]
+    return [run.python(g, label, expression, env=env) for label, expression, env in cases]
+
+
+def pickle_cases(scratch: Path) -> list[Row]:
+    from metra_gym.skill_env import SkillEnv
+    from metra_gym.skill_policy import SkillPolicy
+
+    g = "pickle"
+    ant = gym.make("metra/AntSkills-v0", skill_steps=2)
+    ant.reset(seed=0)
+    ant.step([1.0, 0.0])
+    cheetah = gym.make("metra/HalfCheetahSkills-v0", skill_steps=2)
+    policy = SkillPolicy.from_pretrained("ant")
+    detached = SkillPolicy(policy.config, {f"{p}{k}": v for p, m in policy._modules() for k, v in
+                                           m.state_dict().items()}, source="in memory")
+
+    def round_trip_and_step(env: gym.Env, action: Any) -> Any:
+        copy_ = pickle.loads(pickle.dumps(env))
+        copy_.reset(seed=0)
+        return copy_.step(action)
+
+    def local_env(name: str) -> tuple[gym.Env, Path]:
+        folder = shutil.copytree(ant_folder(), scratch / name)
+        return gym.make("metra/AntSkills-v0", checkpoint=str(folder), skill_steps=1), folder
+
+    def pickled_then_deleted() -> Any:
+        env, folder = local_env("pickled_then_deleted")
+        data = pickle.dumps(env)
+        shutil.rmtree(folder)
+        return pickle.loads(data)
+
+    def pickled_then_tampered() -> Any:
+        env, folder = local_env("pickled_then_tampered")
+        data = pickle.dumps(env)
+        weights = folder / "model.safetensors"
+        raw = bytearray(weights.read_bytes())
+        raw[-1] ^= 1
+        weights.write_bytes(bytes(raw))
+        return pickle.loads(data)
+
+    def deep_copy_and_step() -> Any:
+        twin = copy.deepcopy(ant)
+        twin.reset(seed=0)
+        return twin.step([1.0, 0.0])
+
+    def instance_env() -> Any:
+        inner = gym.make("metra/Ant-v0", max_episode_steps=-1)
+        return round_trip_and_step(SkillEnv(inner, checkpoint="ant", skill_steps=1), [0.0, 1.0])
+
+    return [
+        call(g, "pickle round trip of AntSkills (after a step), then reset + step",
+             lambda: round_trip_and_step(ant, [0.0, 1.0]), expected="works"),
+        call(g, "copy.deepcopy(AntSkills), then reset + step",
+             deep_copy_and_step, expected="works"),
+        call(g, "pickle round trip of HalfCheetahSkills, then reset + step(3)",
+             lambda: round_trip_and_step(cheetah, 3), expected="works"),
+        call(g, "pickle round trip of SkillEnv(<gym.Env instance>, 'ant')", instance_env, expected="works"),
+        call(g, "pickle round trip of SkillPolicy.from_pretrained('ant')",
+             lambda: pickle.loads(pickle.dumps(policy)).act(np.zeros(29), [1.0, 0.0]), expected="works"),
+        call(g, "copy.deepcopy(SkillPolicy) built from config + weights (no reference)",
+             lambda: copy.deepcopy(detached).act(np.zeros(29), [1.0, 0.0]), expected="works"),
+        call(g, "unpickle an AntSkills env whose local checkpoint folder was deleted", pickled_then_deleted),
+        call(g, "unpickle an AntSkills env whose local checkpoint weights changed", pickled_then_tampered),
+    ]
+
+
+# --- results ----------------------------------------------------------------------------------------------------
+
+
+def counts(rows: list[Row]) -> dict[str, Any]:
+    by_group: dict[str, dict[str, int]] = {}
+    for row in rows:
+        by_group.setdefault(row.group, {}).setdefault(row.outcome, 0)
+        by_group[row.group][row.outcome] += 1
+    surprises = [row for row in rows if (row.expected == "works") != (row.outcome == "works")]
+    return {"total": len(rows), **Counter(row.outcome for row in rows), "by_group": by_group,
+            "not_as_expected": len(surprises)}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """A markdown code span that survives backticks inside ``text``."""
+    return f"`` {_cell(text)} ``" if "`" in text else f"`{_cell(text)}`"
+
+
+def write_table(rows: list[Row], summary: dict[str, Any], path: Path) -> None:
+    lines = ["# Bad inputs and what the user gets", "",
+             f"Generated by `benchmarks/bad_input.py` on {summary['date']} ({summary['machine']}). "
+             f"{summary['counts']['total']} cases: " + ", ".join(
+                 f"{summary['counts'].get(k, 0)} {k}" for k in ("clear error", "works", "TRACEBACK", "TIMEOUT")) + ".",
+             "", "Outcomes: **clear error** (the library's own error: exit code or exception type, then the first "
+             "line of the message), **works** (no error), **TRACEBACK** (a raw Python traceback or a library's "
+             "exception), **TIMEOUT**. A ⚠ marks an answer other than expected (an error where the input is legal, "
+             "or a bad input silently accepted). *Files left* is what a command wrote or changed in its folder.", "",
+             "| group | input | what the user gets | files left |", "|---|---|---|---|"]
+    for row in rows:
+        mark = " ⚠" if (row.expected == "works") != (row.outcome == "works") else ""
+        got = f"**{row.outcome}**{mark}: {_code(row.detail)}" if row.detail else f"**{row.outcome}**{mark}"
+        lines.append(f"| {row.group} | {_code(row.input)} | {got} | {_cell(row.files_left)} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per command case")
+    parser.add_argument("--only", choices=["cli", "env", "policy", "checkpoint", "pickle"], action="append",
+                        help="run only these groups (repeatable)")
+    parser.add_argument("--scratch", type=Path, help="folder for the cases (default: a new temporary folder)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder of the cases")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        child(args.child)
+        return
+    groups = set(args.only or ["cli", "env", "policy", "checkpoint", "pickle"])
+    scratch = Path(tempfile.mkdtemp(prefix="bad_input_", dir=args.scratch))
+    SCRATCH.extend([str(scratch.resolve()), str(scratch)])
+    fixtures = scratch / "fixtures"
+    start = time.perf_counter()
+    make_fixtures(fixtures, args.timeout)
+    runner = Runner(scratch, fixtures, args.timeout)
+    rows: list[Row] = []
+    steps: list[tuple[str, Callable[[], list[Row]]]] = [
+        ("env", lambda: skill_env_cases(scratch, fixtures)), ("policy", lambda: policy_cases(scratch, fixtures)),
+        ("checkpoint", lambda: checkpoint_cases(scratch) + hub_cases(runner)), ("pickle", lambda: pickle_cases(scratch)),
+        ("cli", lambda: cli_cases(runner)),
+    ]
+    for name, run_group in steps:
+        if name in groups:
+            group_start = time.perf_counter()
+            new = run_group()
+            rows += new
+            print(f"{name}: {len(new)} cases in {time.perf_counter() - group_start:.0f} s "
+                  f"({dict(Counter(r.outcome for r in new))})", flush=True)
+    rows.sort(key=lambda row: GROUPS.index(row.group))  # stable: each group keeps its order
+    summary = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "machine": f"{platform.node() or 'unknown'}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+               "seconds": round(time.perf_counter() - start, 1), "counts": counts(rows),
+               "rows": [asdict(row) for row in rows]}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_table(rows, summary, args.out / "table.md")
+    for row in rows:
+        if row.outcome in ("TRACEBACK", "TIMEOUT") or (row.expected == "works") != (row.outcome == "works"):
+            print(f"[{row.outcome}] {row.group}: {row.input}\n    {row.detail}")
+    print(json.dumps(summary["counts"]))
+    print(f"wrote {args.out / 'summary.json'} and {args.out / 'table.md'}")
+    if args.keep:
+        print(f"cases kept in {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
