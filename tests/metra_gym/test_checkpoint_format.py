@@ -143,3 +143,10 @@ def test_a_checkpoint_with_an_unknown_actor_activation_is_one_clear_error(tmp_pa
 
     with pytest.raises(CheckpointError, match=r"actor_activation.*one of \['tanh', 'relu'\]"):
         SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=banana))
+
+
+def test_the_torch_free_format_names_the_activations_the_networks_build():
+    from metra_gym.networks import ACTIVATIONS
+    from metra_gym.skill_checkpoint.format import ACTOR_ACTIVATIONS
+
+    assert tuple(ACTIVATIONS) == ACTOR_ACTIVATIONS
