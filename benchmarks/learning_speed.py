@@ -122,12 +122,12 @@ def plot(summary: dict, path: Path) -> None:
         for point in run.get("held_out", []):
             by_hours.plot(point["hours"], point["held_out_policy_coverage"], "o", color=line.get_color())
     by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (1 m bins)", xlim=(0, None),
-                 title="per env step (training evaluation)")
+                 title="per env step (training evaluation; dashed: official, A100)")
     by_hours.set(xlabel="hours of a 2-core CPU", ylabel="policy coverage (1 m bins)", xlim=(0, None),
                  title="per hour (dots: held-out evaluation)")
     for ax in (by_steps, by_hours):
         ax.grid(alpha=0.3)
-    by_steps.legend(fontsize=7)
+    by_hours.legend(fontsize=7, loc="lower right", ncol=2)  # the lower right of the hours panel is empty
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
