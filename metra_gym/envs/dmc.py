@@ -40,6 +40,7 @@ OBS_TYPES = ("pixels", "state")
 INSTALL_HINT = "install the dm_control extra: pip install 'metra-gym[dmc]'"
 # Downstream goal tasks (paper appendix): goals uniform in [-r, r]^2, reward 10 and the end within 3 m.
 GOAL_RANGES = {"quadruped": 7.5, "humanoid": 5.0}
+UPRIGHT_NOISE = 0.02  # std of the noise on the Quadruped's initial quaternion (official METRA task)
 
 # The values dm_control accepts for MUJOCO_GL (dm_control/_render/constants.py), and those that render headless.
 _KNOWN_GL = {"egl", "osmesa", "glfw", "", "enable", "enabled", "on", "true", "1",
@@ -163,8 +164,7 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
         suite, self._camera_class, compatibility = import_dm_control()
         self.obs_type, self.action_repeat, self.frame_size = obs_type, int(action_repeat), int(frame_size)
         self.cheap_render, self.render_mode = bool(cheap_render), render_mode
-        dm_env = suite.load(self.domain, self.task, task_kwargs={"time_limit": float("inf")},
-                            environment_kwargs={"flat_observation": True})
+        dm_env = self._load(suite)
         self.physics = dm_env.physics
         model = self.physics.model
         if model.jnt_type[0] != 0 or model.id2name(model.jnt_bodyid[0], "body") != "torso":
@@ -191,6 +191,11 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
             self._camera = self._make_camera()
         EzPickle.__init__(self, obs_type=obs_type, action_repeat=action_repeat, frame_size=frame_size,
                           cheap_render=cheap_render, render_mode=render_mode)
+
+    def _load(self, suite: Any) -> Any:
+        """The dm_control environment (a ``control.Environment``) with its own time limit switched off."""
+        return suite.load(self.domain, self.task, task_kwargs={"time_limit": float("inf")},
+                          environment_kwargs={"flat_observation": True})
 
     def _make_camera(self) -> Any:
         """A persistent camera (dm_control's ``physics.render`` builds a new scene every call); creating it creates
@@ -256,16 +261,51 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
             self._dmc.close()
 
 
+def upright_orientation(random: np.random.RandomState, noise: float = UPRIGHT_NOISE) -> np.ndarray:
+    """The Quadruped's initial torso orientation in the official METRA task: the identity quaternion
+    ``(1, 0, 0, 0)`` plus ``noise * N(0, 1)`` per component, normalised (a tilt of about a degree)."""
+    orientation = np.array([1.0, 0.0, 0.0, 0.0]) + noise * random.randn(4)
+    return orientation / np.linalg.norm(orientation)
+
+
+def upright_quadruped_run(time_limit: float = float("inf"), random: Any = None,
+                          environment_kwargs: dict[str, Any] | None = None) -> Any:
+    """dm_control's ``quadruped.run`` (same model, floor, reward, control timestep) whose episodes start upright, as
+    in the official METRA task (``envs/custom_dmc_tasks/quadruped.py``, ``Move.initialize_episode``:
+    https://github.com/seohongpark/METRA). dm_control's stock task draws a uniformly random orientation instead,
+    so about half of its episodes start on the back, where METRA's skills would first have to learn to roll over."""
+    from dm_control.rl import control
+    from dm_control.suite import base, common, quadruped
+
+    class UprightMove(quadruped.Move):
+        def initialize_episode(self, physics: Any) -> None:
+            # Upright, then lowered to the lowest height without contacts (dm_control's helper).
+            quadruped._find_non_contacting_height(physics, upright_orientation(self.random))
+            base.Task.initialize_episode(self, physics)
+
+    physics = quadruped.Physics.from_xml_string(
+        quadruped.make_model(floor_size=quadruped._DEFAULT_TIME_LIMIT * quadruped._RUN_SPEED), common.ASSETS)
+    task = UprightMove(desired_speed=quadruped._RUN_SPEED, random=random)
+    return control.Environment(physics, task, time_limit=time_limit, control_timestep=quadruped._CONTROL_TIMESTEP,
+                               **(environment_kwargs or {}))
+
+
 class MetraQuadrupedEnv(DMCLocomotionEnv):
     """dm_control ``quadruped-run`` as in pixel METRA: reward for running at 5 m/s along the torso's heading (a
-    run-forward style task; METRA ignores it), random initial orientation, camera 2, action repeat 2.
+    run-forward style task; METRA ignores it), an upright start (:func:`upright_quadruped_run`, the official
+    task's; dm_control's stock task starts in a random orientation), camera 2, action repeat 2.
     Registered as ``metra/Quadruped-v0`` (200 policy steps; pixels stacked 3 deep)."""
 
     domain, task, camera_id = "quadruped", "run", 2
 
+    def _load(self, suite: Any) -> Any:
+        return upright_quadruped_run(environment_kwargs={"flat_observation": True})
+
 
 class MetraHumanoidEnv(DMCLocomotionEnv):
-    """dm_control ``humanoid-run`` as in pixel METRA (random initial pose, camera 0, action repeat 2).
+    """dm_control ``humanoid-run`` as in pixel METRA (camera 0, action repeat 2). The initial pose is dm_control's
+    stock one, as in the official task: limited joints uniform in their ranges, a random torso orientation,
+    redrawn until nothing penetrates (the official ``humanoid.py`` keeps this ``initialize_episode``).
     Registered as ``metra/Humanoid-v0`` (200 policy steps; pixels stacked 3 deep)."""
 
     domain, task, camera_id = "humanoid", "run", 0

@@ -343,3 +343,53 @@ def test_a_backend_that_fails_to_load_names_the_fix():
     environ = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "egl"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environ)
     assert "ERROR MUJOCO_GL='osmesa' could not be loaded" in out.stdout and "MUJOCO_GL=egl" in out.stdout, out.stderr
+
+
+def _torso_up(env) -> float:
+    """The z component of the torso's z-axis: 1 upright, -1 on its back."""
+    return float(env.unwrapped.physics.named.data.xmat["torso", "zz"])
+
+
+@pytest.mark.parametrize("env_id", ["metra/Quadruped-v0", "metra/QuadrupedGoal-v0"])
+def test_quadruped_starts_upright_on_the_floor_as_the_official_task(env_id):
+    kwargs = {"obs_type": "state"} if env_id == "metra/Quadruped-v0" else {}
+    env = gym.make(env_id, **kwargs)
+    ups, heights = [], []
+    for seed in range(40):
+        env.reset(seed=seed)
+        physics = env.unwrapped.physics
+        ups.append(_torso_up(env))
+        heights.append(physics.data.qpos[2])
+        assert physics.data.ncon == 0  # lowered to the first height without contacts
+        quaternion = physics.data.qpos[3:7]
+        np.testing.assert_allclose(np.linalg.norm(quaternion), 1.0, atol=1e-9)
+    env.close()
+    # (1, 0, 0, 0) + 0.02 N(0, 1), normalised: tilts of a few degrees at most; the stock task is upside down half the time
+    assert min(ups) > np.cos(np.deg2rad(10)), ups
+    assert len(set(np.round(ups, 12))) == len(ups)  # the noise is there, drawn per seed
+    assert 0.4 < min(heights) and max(heights) < 0.7  # standing height, not dropped from above
+
+
+def test_quadruped_upright_orientation_is_the_noisy_identity():
+    orientation = dmc.upright_orientation(np.random.RandomState(0))
+    expected = np.array([1.0, 0, 0, 0]) + dmc.UPRIGHT_NOISE * np.random.RandomState(0).randn(4)
+    np.testing.assert_allclose(orientation, expected / np.linalg.norm(expected))
+
+
+def test_humanoid_starts_as_dm_controls_stock_task():
+    """The official humanoid task keeps dm_control's initial state (random limited and rotational joints, no
+    penetration): same seed, same pose as the stock ``humanoid-run``."""
+    from dm_control import suite
+
+    env = gym.make("metra/Humanoid-v0", obs_type="state")
+    stock = suite.load("humanoid", "run", task_kwargs={"random": 5})
+    stock.reset()
+    env.reset(seed=5)
+    np.testing.assert_array_equal(env.unwrapped.physics.data.qpos, stock.physics.data.qpos)
+    assert env.unwrapped.physics.data.ncon == 0
+    ups = []
+    for seed in range(10):
+        env.reset(seed=seed)
+        ups.append(_torso_up(env))
+    assert min(ups) < 0.5  # random orientations, often lying: not the Quadruped's upright start
+    env.close()
