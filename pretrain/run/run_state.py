@@ -1,8 +1,8 @@
 """The run state that ``--resume`` continues: model (with the skill learner and every optimiser), replay buffer,
 RNGs, counters and coverage statistics, saved at epoch boundaries.
 
-Layout: ``RUN_DIR/run_state/latest/`` with ``model.zip``, ``replay_buffer.pkl``, ``coverage.npz`` and
-``state.json`` (written last; it lists every file with its size and sha256, so a state is complete exactly when
+Layout: ``RUN_DIR/run_state/latest/`` with ``model.zip``, the replay buffer (``replay_buffer.pkl`` and its
+segments ``replay.*.npy``, see :mod:`pretrain.run.replay_segments`), ``coverage.npz`` and ``state.json`` (written last; it lists every file with its size and sha256, so a state is complete exactly when
 its ``state.json`` exists and matches). A save goes to a temporary folder (each file fsynced), then two renames
 put it in place: ``latest`` -> ``previous``, temporary -> ``latest``. A kill at any moment leaves a complete state
 behind: :func:`run_state_dir` takes the newest complete one among ``latest``, ``previous`` and finished
@@ -31,6 +31,8 @@ from safetensors.torch import load_file, save_file
 from stable_baselines3.common.vec_env import VecEnv
 
 from pretrain.evaluation.coverage import CoverageTracker
+from pretrain.run.replay_segments import META as REPLAY_META
+from pretrain.run.replay_segments import load_replay, save_replay
 
 ROOT = "run_state"
 LATEST = "latest"
@@ -94,8 +96,10 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root))
     try:
         model.save(tmp / "model.zip")
-        if save_buffer:
-            model.save_replay_buffer(tmp / "replay_buffer.pkl")
+        known: dict[str, dict[str, Any]] = {}  # files whose size and sha256 are known without reading them again
+        if save_buffer:  # only the segments that changed since the last save are written; the rest are linked
+            previous = root / LATEST
+            known = save_replay(model.replay_buffer, tmp, previous, _recorded_files(previous))
         np.savez(tmp / "coverage.npz", **tracker.state())
         in_flight = model.collector.in_flight() if model.collector is not None else None
         if in_flight is not None:
@@ -104,7 +108,7 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
         files = {}
         for path in sorted(tmp.iterdir()):
             _fsync(path)
-            files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+            files[path.name] = known.get(path.name) or {"bytes": path.stat().st_size, "sha256": _sha256(path)}
         state = {
             "epoch": epoch,
             "num_timesteps": model.num_timesteps,
@@ -130,6 +134,15 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _recorded_files(folder: Path) -> dict[str, dict[str, Any]]:
+    """The files a run state folder's ``state.json`` records (empty when there is none to read)."""
+    try:
+        files = json.loads((folder / STATE).read_text()).get("files")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return files if isinstance(files, dict) else {}
 
 
 def remove_unfinished(root: Path) -> None:
@@ -238,8 +251,8 @@ def load_run_state(folder: Path, model, tracker: CoverageTracker) -> dict[str, A
     the resumed run draws the same skills and initial states as the run that was not interrupted.
     """
     state = json.loads((folder / STATE).read_text())
-    if (folder / "replay_buffer.pkl").is_file():
-        model.load_replay_buffer(folder / "replay_buffer.pkl")
+    if (folder / REPLAY_META).is_file():
+        model.replay_buffer = load_replay(folder, model.device)
     with np.load(folder / "coverage.npz") as data:
         tracker.load_state(dict(data))
     random.setstate(_tuplify(json.loads(base64.b64decode(state["python_rng"]))))

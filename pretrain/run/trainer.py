@@ -3,7 +3,8 @@
 Run folder layout::
 
     RUN_DIR/config.yaml                      the resolved configuration
-    RUN_DIR/run_state/latest/                model.zip, replay_buffer.pkl, coverage.npz, state.json
+    RUN_DIR/run_state/latest/                model.zip, replay buffer (replay_buffer.pkl + replay.*.npy),
+                                             coverage.npz, state.json
     RUN_DIR/eval/coverage.csv|json           one row per evaluation
     RUN_DIR/eval/trajectories_epoch_*.png    x-y paths of the evaluation skills
     RUN_DIR/tb/                              TensorBoard scalars

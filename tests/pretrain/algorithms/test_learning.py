@@ -6,6 +6,7 @@ import pytest
 import torch as th
 
 from pretrain.run.config import load_config
+from pretrain.run.replay_segments import load_replay
 from pretrain.run.trainer import algorithm_class, read_run_config, train
 from tests.pretrain.helpers import random_policy_coverage
 
@@ -14,7 +15,7 @@ def recent_intrinsic_reward(run_dir, n: int = 8000) -> float:
     """Mean reward, under the final phi, of the last ``n`` training transitions (all collected by the policy)."""
     state = run_dir / "run_state" / "latest"
     model = algorithm_class(read_run_config(run_dir)).load(state / "model.zip", device="cpu")
-    model.load_replay_buffer(state / "replay_buffer.pkl")
+    model.replay_buffer = load_replay(state, model.device)
     buffer = model.replay_buffer
     index = np.arange(buffer.pos - n, buffer.pos) % buffer.buffer_size
     obs = th.as_tensor(buffer.observations[index, 0])

@@ -4,6 +4,7 @@ import numpy as np
 
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.run.config import load_config
+from pretrain.run.replay_segments import load_replay
 from pretrain.run.trainer import read_run_config, train
 from tests.pretrain.run.test_run_state import TINY, _assert_same_training
 
@@ -11,7 +12,7 @@ from tests.pretrain.run.test_run_state import TINY, _assert_same_training
 def _latest(run):
     state = run / "run_state" / "latest"
     model = SkillSAC.load(state / "model.zip", device="cpu")
-    model.load_replay_buffer(state / "replay_buffer.pkl")
+    model.replay_buffer = load_replay(state, model.device)
     return model
 
 

@@ -14,6 +14,7 @@ from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.cli import main
 from pretrain.run import run_state
 from pretrain.run.config import load_config
+from pretrain.run.replay_segments import load_replay
 from pretrain.run.trainer import read_run_config, train
 from tests.pretrain.helpers import tiny_model
 
@@ -85,7 +86,7 @@ def _assert_same_training(a: Path, b: Path) -> None:
     """Equal replay buffers and equal weights of every network (and lambda) in two runs' latest run states."""
     models = [SkillSAC.load(r / "run_state" / "latest" / "model.zip", device="cpu") for r in (a, b)]
     for model, run in zip(models, (a, b)):
-        model.load_replay_buffer(run / "run_state" / "latest" / "replay_buffer.pkl")
+        model.replay_buffer = load_replay(run / "run_state" / "latest", model.device)
     (x, y) = models
     assert x.num_timesteps == y.num_timesteps and x._n_updates == y._n_updates
     np.testing.assert_array_equal(x.replay_buffer.observations, y.replay_buffer.observations)
