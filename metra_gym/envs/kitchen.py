@@ -37,8 +37,8 @@ end-effector site's x-y-z, then ``FrankaKitchen-v1``'s ``observation`` entry (ro
 first repeats object positions already there, the second is constant.
 
 Rendering is headless (``MUJOCO_GL`` defaults to ``egl``) and cheap by default (no shadows, reflections or
-multisampling). On a CPU a frame still costs tens of ms: the Franka's visual meshes have 134,000 triangles
-(``benchmarks/results/kitchen``); pixel Kitchen is a GPU setting. Environments pickle and deep-copy through ``EzPickle``. Needs the ``kitchen`` extra:
+multisampling). A software-rendered frame stays costly all the same, since the Franka's visual meshes have 134,000
+triangles (timings in ``benchmarks/results/kitchen``): pixel Kitchen is a GPU setting. Environments pickle and deep-copy through ``EzPickle``. Needs the ``kitchen`` extra:
 ``pip install 'metra-gym[kitchen]'``.
 """
 
@@ -176,8 +176,8 @@ class MetraKitchenEnv(gym.Env, EzPickle):
         for name, value, choices in (("control", control, CONTROLS), ("task_criteria", task_criteria, TASK_CRITERIA)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-        if isinstance(tasks, str):
-            raise ValueError(f"tasks must be a list of task names, e.g. [{tasks!r}], not a string")
+        if isinstance(tasks, str) or not (tasks is None or isinstance(tasks, Sequence)):
+            raise ValueError(f"tasks must be a list of task names, e.g. ['Kettle'], got {tasks!r}")
         reward_tasks = tuple(TASKS if tasks is None else tasks)
         for name in reward_tasks:
             task_named(name)

@@ -315,6 +315,7 @@ def test_missing_gymnasium_robotics_names_the_install_command(monkeypatch):
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"tasks": ["Kettle", "Toaster"]}, r"unknown Kitchen task 'Toaster'; the tasks are \['Kettle', 'Microwave'"),
     ({"tasks": "Kettle"}, r"tasks must be a list of task names, e\.g\. \['Kettle'\]"),
+    ({"tasks": 3}, r"tasks must be a list of task names, e\.g\. \['Kettle'\], got 3"),
     ({"obs_type": "rgb"}, "obs_type must be 'pixels'.*or 'state'.*got 'rgb'"),
     ({"control": "mocap"}, "control must be one of 'end_effector', 'joint_velocity', got 'mocap'"),
     ({"task_criteria": "d4rl"}, "task_criteria must be one of 'lexa', 'gymnasium_robotics', got 'd4rl'"),
