@@ -67,9 +67,11 @@ def _renderers(domain: str, env_class: type) -> dict[str, tuple[Callable[[], np.
     }
 
 
-def time_renders(domain: str, env_class: type, frames: int, rounds: int) -> dict[str, dict[str, float]]:
-    renderers = _renderers(domain, env_class)
-    per_block = frames // rounds
+def time_renders(renderers: dict[str, tuple[Callable[[], np.ndarray], Callable[[], object]]], frames: int,
+                 rounds: int) -> dict[str, dict[str, float]]:
+    """Milliseconds per frame of each renderer (name -> (render one frame, advance the physics)), interleaved in
+    ``rounds`` blocks; the first frame of each block is not counted."""
+    per_block = max(1, frames // rounds)
     times: dict[str, list[float]] = {name: [] for name in renderers}
     for _ in range(rounds):
         for name, (render, advance) in renderers.items():
@@ -120,7 +122,7 @@ def main() -> None:
                "cpu": _cpu(), "cores": os.cpu_count(), "load_average_before": list(os.getloadavg()),
                "frame_size": dmc.FRAME_SIZE, "render": {}, "state_env": {}}
     for domain, env_class in DOMAINS.items():
-        summary["render"][domain] = time_renders(domain, env_class, args.frames, args.rounds)
+        summary["render"][domain] = time_renders(_renderers(domain, env_class), args.frames, args.rounds)
         summary["state_env"][domain] = time_state_steps(domain, env_class, args.state_steps, 3)
     summary["load_average_after"] = list(os.getloadavg())
 

@@ -16,6 +16,10 @@ DMC_ACTION_REPEAT = 2
 DMC_SKILL_STEPS = 50 // DMC_ACTION_REPEAT
 # Zero-shot goal reaching (paper): goals uniform in [-r, r]^d around the origin (d = 2, x only for HalfCheetah), r per
 # pretraining id (the point mass's is ours).
+# Kitchen (metra_gym.envs.kitchen, needs the [kitchen] extra): the paper's 50-step episodes. Environments with tasks
+# put a dict {task name: achieved now} under info[TASK_SUCCESS_KEY]; the evaluation counts the tasks any rollout achieves.
+KITCHEN_EPISODE_STEPS = 50
+TASK_SUCCESS_KEY = "task_success"
 ZERO_SHOT_GOAL_RANGES: dict[str, float] = {"metra/Ant-v0": 50.0, "metra/HalfCheetah-v0": 100.0,
                                            "metra/PointMass-v0": 20.0, "metra/Quadruped-v0": 15.0,
                                            "metra/Humanoid-v0": 10.0}
@@ -33,6 +37,8 @@ _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
     "metra/Humanoid-v0": ("metra_gym.envs.dmc:make_humanoid", EPISODE_STEPS),
     "metra/QuadrupedGoal-v0": ("metra_gym.envs.dmc:QuadrupedGoalEnv", EPISODE_STEPS),
     "metra/HumanoidGoal-v0": ("metra_gym.envs.dmc:HumanoidGoalEnv", EPISODE_STEPS),
+    # gymnasium-robotics' FrankaKitchen-v1: obs_type="pixels" (default; (64, 64, 9) uint8, 3 frames) or "state".
+    "metra/Kitchen-v0": ("metra_gym.envs.kitchen:make_kitchen", KITCHEN_EPISODE_STEPS),
 }
 
 
@@ -55,6 +61,9 @@ _SKILL_ENVS: dict[str, dict[str, object]] = {
                                      "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
     "metra/HumanoidGoalSkills-v0": {"env": "metra/HumanoidGoal-v0", "checkpoint": "humanoid_state",
                                     "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
+    # Kitchen: 24 discrete skills of K = 25 steps, on the state observation (not bundled yet: pass checkpoint=).
+    "metra/KitchenSkills-v0": {"env": "metra/Kitchen-v0", "checkpoint": "kitchen_state",
+                               "env_kwargs": {"obs_type": "state"}},
 }
 
 

@@ -105,6 +105,13 @@ class SkillEnv(gym.Env, EzPickle):
     def _check_compatible(self, strip_task_info: bool, explicit: bool) -> None:
         policy, space = self.policy, self.env.observation_space
         trained_on = f"checkpoint {policy.source!r} was trained on {policy.env_id}"
+        # Environments with pixel and state observations (DMC, Kitchen): name the mismatch before the sizes.
+        trained_obs = policy.config.get("env_kwargs", {}).get("obs_type")
+        env_obs = getattr(self.env.unwrapped, "obs_type", None)
+        if trained_obs is not None and env_obs is not None and trained_obs != env_obs:
+            raise CheckpointError(f"{trained_on} with obs_type={trained_obs!r} observations, but this environment's "
+                                  f"obs_type is {env_obs!r}; use a checkpoint trained with env_kwargs "
+                                  f"{{'obs_type': {env_obs!r}}}")
         if not isinstance(space, spaces.Box) or len(space.shape) != 1:
             raise CheckpointError(f"{trained_on} with flat observations; this environment's are {space}")
         size = space.shape[0]

@@ -118,7 +118,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         return 2
     except OSError as error:  # a full disk, a folder made read-only during the evaluation, ...
         return _fail(f"cannot write the results ({error.strerror or error}: {error.filename or args.out})")
-    print(f"{args.checkpoint}: policy coverage {result['policy_coverage']} bins "
+    tasks = f", {result['tasks_achieved']} of {len(result['tasks'])} tasks achieved" if "tasks" in result else ""
+    print(f"{args.checkpoint}: policy coverage {result['policy_coverage']} bins{tasks} "
           f"({args.skills} deterministic skills x {result['steps']} steps); figures and coverage.json in {args.out}")
     return 0
 
@@ -136,11 +137,14 @@ def _goal_eval(args: argparse.Namespace) -> int:
     except OSError as error:  # a full disk, a folder made read-only during the evaluation, ...
         return _fail(f"cannot write the results ({error.strerror or error}: {error.filename or args.out})")
     for name in ("trained", "untrained"):
-        if name in result:
+        if name in result and "reached" in result[name]:  # the tasks' goal states (Kitchen)
+            print(f"{name:9s}: {result[name]['reached']} of {len(result[name]['tasks'])} task goals reached")
+        elif name in result:
             low, high = result[name]["ci95"]
             print(f"{name:9s}: final distance {result[name]['mean']:.2f} (95 % interval {low:.2f}-{high:.2f}) "
                   f"over {args.goals} goals")
-    print(f"results and goal_paths.png in {args.out}")
+    plot = "" if "reached" in result["trained"] else " and goal_paths.png"
+    print(f"results{plot} in {args.out}")
     return 0
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+from metra_gym.registration import TASK_SUCCESS_KEY
 from pretrain.algorithms.common.skills import evaluation_skills
 
 # act(obs_batch, skill_batch) -> action_batch, with normalised observations.
@@ -38,6 +39,10 @@ class SkillRollouts:
     def __init__(self, make_env: Callable[[], gym.Env], n_skills: int, steps: int) -> None:
         self.envs = [make_env() for _ in range(n_skills)]
         self.steps = steps
+        # Environments with tasks (Kitchen) report {task: achieved} in info[TASK_SUCCESS_KEY]; the last run's flags,
+        # (n_skills, steps + 1, n_tasks), start states included, or None when the environment reports no tasks.
+        self.task_names: list[str] | None = None
+        self.task_flags: np.ndarray | None = None
 
     def run(self, act: ActFn, skills: np.ndarray, seed: int = 0,
             observations: list[np.ndarray] | None = None) -> np.ndarray:
@@ -51,19 +56,37 @@ class SkillRollouts:
         if observations is not None:
             observations.append(obs.copy())
         positions = [np.stack([info["coordinates"] for _, info in resets])]
+        self.task_names = list(resets[0][1][TASK_SUCCESS_KEY]) if TASK_SUCCESS_KEY in resets[0][1] else None
+        flags = [np.stack([self._flags(info) for _, info in resets])]
         alive = np.ones(len(self.envs), dtype=bool)
         for _ in range(self.steps):
             actions = act(obs, skills)
-            last = positions[-1].copy()
+            last, last_flags = positions[-1].copy(), flags[-1].copy()
             for i, env in enumerate(self.envs):
                 if alive[i]:
                     obs[i], _, terminated, truncated, info = env.step(actions[i])
                     last[i] = info["coordinates"]
+                    last_flags[i] = self._flags(info)
                     alive[i] = not (terminated or truncated)
             positions.append(last)
+            flags.append(last_flags)
             if observations is not None:
                 observations.append(obs.copy())
+        self.task_flags = None if self.task_names is None else np.stack(flags, axis=1)
         return np.stack(positions, axis=1)
+
+    def _flags(self, info: dict) -> np.ndarray:
+        """The task flags of one info, in ``task_names`` order (empty when the environment reports no tasks)."""
+        if self.task_names is None:
+            return np.zeros(0, dtype=bool)
+        return np.array([bool(info[TASK_SUCCESS_KEY][name]) for name in self.task_names])
+
+    def achieved_tasks(self) -> dict[str, bool] | None:
+        """Which tasks any rollout of the last run achieved at any step (METRA's Kitchen metric: their number, 0-6),
+        or None when the environment reports no tasks."""
+        if self.task_names is None or self.task_flags is None:
+            return None
+        return dict(zip(self.task_names, self.task_flags.any(axis=(0, 1)).tolist()))
 
     def close(self) -> None:
         for env in self.envs:

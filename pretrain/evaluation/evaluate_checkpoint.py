@@ -1,6 +1,7 @@
 """Evaluate a skill checkpoint (bundled, folder or Hub) with metra_gym alone: policy coverage and figures.
 
-Writes ``coverage.json`` (coverage, and each skill's final position), ``trajectories.png`` (x-y paths of the
+Writes ``coverage.json`` (coverage, the tasks achieved on environments with tasks (Kitchen), and each skill's final
+position), ``trajectories.png`` (x-y paths of the
 evaluation skills, or x over time for 1-D positions) and, for 2-D skills, ``phi.png`` (the same paths mapped
 through phi: the paper's latent-space figure).
 """
@@ -21,12 +22,16 @@ from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.evaluation.coverage import SkillRollouts, coverage, plot_trajectories, skill_colors
 
 
-def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """Raw observations and positions of deterministic skill rollouts: (n, steps + 1, obs_dim), (n, steps + 1, c)."""
+def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0,
+                         achieved_tasks: dict[str, bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Raw observations and positions of deterministic skill rollouts: (n, steps + 1, obs_dim), (n, steps + 1, c).
+    On environments with tasks, ``achieved_tasks`` (a dict, when given) is filled with whether any rollout achieved
+    each."""
     rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
     observations: list[np.ndarray] = []
     positions = rollouts.run(policy.act, skills, seed=seed, observations=observations)
+    if achieved_tasks is not None:
+        achieved_tasks.update(rollouts.achieved_tasks() or {})
     rollouts.close()
     return np.stack(observations, axis=1), positions
 
@@ -59,13 +64,15 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
     policy = SkillPolicy.from_pretrained(checkpoint, revision=revision)
     steps = steps or episode_steps(policy)
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed)
-    obs, positions = rollout_observations(policy, skills, steps, seed=seed)
+    achieved: dict[str, bool] = {}
+    obs, positions = rollout_observations(policy, skills, steps, seed=seed, achieved_tasks=achieved)
     out_dir.mkdir(parents=True, exist_ok=True)
     bins = coverage(positions)
     result = {
         "checkpoint": str(checkpoint),
         "env_id": policy.env_id,
         "policy_coverage": bins,
+        **({"tasks_achieved": sum(achieved.values()), "tasks": achieved} if achieved else {}),
         "n_skills": n_skills,
         "steps": steps,
         "seed": seed,

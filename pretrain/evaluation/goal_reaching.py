@@ -3,6 +3,10 @@
 Goals are sampled as in the paper (Ant: x-y uniform in [-50, 50]^2; HalfCheetah: x uniform in [-100, 100]);
 the goal state is the initial observation with its position replaced by the goal. The metric is the final
 distance between the agent's position and the goal, over ``n_goals`` goals (mean and 95 % interval).
+
+Environments with tasks whose goal states they can show (Kitchen: ``goal_observation(task)``) are evaluated on those
+instead, as in the paper: one goal per task, z computed once from the first step and then fixed, and the metric is
+the number of goals whose task the final state achieves.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
-from metra_gym.registration import EPISODE_STEPS, ZERO_SHOT_GOAL_RANGES
+from metra_gym.registration import EPISODE_STEPS, TASK_SUCCESS_KEY, ZERO_SHOT_GOAL_RANGES
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.evaluation.coverage import SkillRollouts
 from pretrain.evaluation.evaluate_checkpoint import check_out_dir
@@ -52,6 +56,40 @@ def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = EPISODE_STE
             "paths": paths}
 
 
+def has_task_goals(policy: SkillPolicy) -> bool:
+    """Whether the policy's environment shows goal states of its tasks (``goal_observation``; Kitchen)."""
+    env = policy.make_env()
+    try:
+        return callable(getattr(env.unwrapped, "goal_observation", None))
+    finally:
+        env.close()
+
+
+def reach_task_goals(policy: SkillPolicy, steps: int, seed: int = 0) -> dict[str, Any]:
+    """One goal per task (its goal state's observation), the skill fixed from the first step; which goals' tasks the
+    final state achieves, and which any step achieved."""
+    probe = policy.make_env(steps)
+    tasks = list(probe.reset(seed=seed)[1][TASK_SUCCESS_KEY])
+    goal_obs = np.stack([probe.unwrapped.goal_observation(task) for task in tasks])
+    probe.close()
+    rollouts = SkillRollouts(lambda: policy.make_env(steps), len(tasks), steps)
+    fixed: dict[str, np.ndarray] = {}
+
+    def act(obs: np.ndarray, goal_states: np.ndarray) -> np.ndarray:
+        if "z" not in fixed:  # the first step's skill, kept for the whole episode
+            fixed["z"] = policy.goal_skill(obs, goal_states)
+        return policy.act(obs, fixed["z"])
+
+    rollouts.run(act, goal_obs, seed=seed)
+    flags = rollouts.task_flags  # (goals, steps + 1, tasks); goal i is task i
+    rollouts.close()
+    final = {task: bool(flags[i, -1, i]) for i, task in enumerate(tasks)}
+    any_step = {task: bool(flags[i, :, i].any()) for i, task in enumerate(tasks)}
+    skills = [int(np.argmax(z)) if policy.discrete else np.round(z, 4).tolist() for z in fixed["z"]]
+    return {"reached": sum(final.values()), "tasks": final, "reached_any_step": sum(any_step.values()),
+            "tasks_any_step": any_step, "skills": skills}
+
+
 def check_same_shape(policy: SkillPolicy, baseline: SkillPolicy) -> None:
     """Raise ValueError unless ``baseline`` can stand for ``policy`` untrained: the same env and the same sizes."""
     for name in ("env_id", "obs_dim", "action_dim", "skill_dim", "discrete"):
@@ -78,10 +116,27 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
     if baseline and baseline_checkpoint is not None:  # before any rollout: a baseline of another shape is refused
         baseline_policy = SkillPolicy.from_pretrained(baseline_checkpoint)
         check_same_shape(policy, baseline_policy)
-    trained = reach_goals(policy, n_goals, seed=seed)
-    result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
-                              "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
-                              "trained": {k: trained[k] for k in ("mean", "ci95", "median", "distances")}}
+    task_goals = has_task_goals(policy)
+    if task_goals:  # Kitchen: the tasks' goal states; n_goals does not apply
+        steps = int(policy.config.get("provenance", {}).get("config", {}).get("episode_steps", EPISODE_STEPS))
+
+        def reach(p: SkillPolicy) -> dict[str, Any]:
+            return reach_task_goals(p, steps, seed=seed)
+
+        keys: tuple[str, ...] = ("reached", "tasks", "reached_any_step", "tasks_any_step", "skills")
+        trained = reach(policy)
+        result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "seed": seed,
+                                  "goals": "the tasks' goal states, skill fixed from the first step",
+                                  "trained": {k: trained[k] for k in keys}}
+    else:
+        def reach(p: SkillPolicy) -> dict[str, Any]:
+            return reach_goals(p, n_goals, seed=seed)
+
+        keys = ("mean", "ci95", "median", "distances")
+        trained = reach(policy)
+        result = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
+                  "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
+                  "trained": {k: trained[k] for k in keys}}
     if baseline:
         with tempfile.TemporaryDirectory() as tmp:
             if baseline_checkpoint is None:
@@ -91,10 +146,12 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
                 baseline_policy = SkillPolicy.from_pretrained(baseline_checkpoint)
             else:
                 result["baseline_checkpoint"] = str(baseline_checkpoint)
-            untrained = reach_goals(baseline_policy, n_goals, seed=seed)
-        result["untrained"] = {k: untrained[k] for k in ("mean", "ci95", "median", "distances")}
+            untrained = reach(baseline_policy)
+        result["untrained"] = {k: untrained[k] for k in keys}
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: a failed evaluation leaves no empty folder
     (out_dir / "goal_reaching.json").write_text(json.dumps(result, indent=1))
+    if task_goals:
+        return result
     plot_goal_paths(trained["paths"], trained["goals"], out_dir / "goal_paths.png",
                     title=f"{policy.env_id}: zero-shot goals, final distance {trained['mean']:.1f}")
     return result

@@ -69,7 +69,8 @@ class EpochCallback(BaseCallback):
     """At epoch boundaries (after an epoch's gradient steps): evaluate, checkpoint, log epochs/s.
 
     Evaluation appends a row to ``eval/coverage.csv`` and ``eval/coverage.json`` in the run folder and saves
-    a trajectory plot ``eval/trajectories_epoch_XXXXXX.png``.
+    a trajectory plot ``eval/trajectories_epoch_XXXXXX.png``. On environments with tasks (Kitchen) the row also
+    holds ``tasks_achieved``: how many tasks any evaluation rollout achieved.
 
     :param run_dir: the run folder.
     :param steps_per_epoch: env steps of one epoch (n_envs x episode steps).
@@ -155,6 +156,9 @@ class EpochCallback(BaseCallback):
             "queue_coverage": self.tracker.queue_coverage(),
             "total_coverage": self.tracker.total_coverage(),
         }
+        achieved = self.rollouts.achieved_tasks()
+        if achieved is not None:  # environments with tasks (Kitchen): how many any evaluation rollout achieved
+            row["tasks_achieved"] = sum(achieved.values())
         self.history.append(row)
         eval_dir = self.run_dir / "eval"
         plot_trajectories(positions, skills, eval_dir / f"trajectories_epoch_{epoch:06d}.png",
@@ -165,8 +169,9 @@ class EpochCallback(BaseCallback):
         writer.writeheader()
         writer.writerows(self.history)
         write_text_atomic(eval_dir / "coverage.csv", table.getvalue())
-        for key in ("policy_coverage", "queue_coverage", "total_coverage"):
-            self.logger.record(f"eval/{key}", row[key])
+        for key in ("policy_coverage", "queue_coverage", "total_coverage", "tasks_achieved"):
+            if key in row:
+                self.logger.record(f"eval/{key}", row[key])
         if self.on_evaluation is not None:
             self.on_evaluation(row)
         if self.verbose:

@@ -1,0 +1,366 @@
+"""Kitchen as METRA uses it (the LEXA / D4RL Franka kitchen), on gymnasium-robotics' ``FrankaKitchen-v1``.
+
+The paper's setting (official code ``envs/lexa/mykitchen.py`` over LEXA's ``KitchenEnv``): the Franka kitchen with
+end-effector control and a frame skip of 40 (0.08 s per step), 50-step episodes, 64 x 64 x 3 renders from the LEXA
+camera (distance 1.86, look-at (-0.3, 0.5, 2.0), azimuth 90, elevation -60) stacked 3 deep, no observation noise,
+and a metric that counts which of six tasks (Kettle, Microwave, Light Switch, Hinge Cabinet, Slide Cabinet, Bottom
+Burner) any evaluation rollout achieves.
+
+Here the scene, the robot and the frame skip are gymnasium-robotics' (the same kitchen model and qpos layout as
+D4RL's; its sim step is 2 ms, so 40 sub-steps make the same 0.08 s). What differs from the paper:
+
+- **Control.** ``FrankaKitchen-v1`` takes joint-velocity actions only (its actuators are joint position servos that
+  follow ``qpos + velocity * dt``); LEXA's end-effector control moves a mocap body welded to the hand, which this
+  model does not have. ``control="end_effector"`` (default) takes LEXA's 7-d action: a Cartesian velocity of the
+  ``end_effector`` site (``a[:3]``, ``EE_SPEED`` m/s at 1), an angular velocity of the hand (``a[3:6]``,
+  ``EE_ANGULAR_SPEED`` rad/s at 1) and the gripper (``a[6]``, both fingers), turned into the package's joint
+  velocities by damped least squares on the site's Jacobian, once per step (LEXA re-targets its mocap at each of
+  the 40 sub-steps). ``control="joint_velocity"`` passes the package's own 9-d action through.
+- **Success criteria.** The task flags follow LEXA's (``task_criteria="lexa"``, the paper's metric), which are not
+  gymnasium-robotics' own: LEXA counts the hinge cabinet open at 0.3-0.7 rad, the microwave at -0.7 to -0.3 rad,
+  the kettle's x-y within 0.2 m of the top-left burner, and the *bottom right* burner's knob (qpos 9) turned past
+  -0.38; gymnasium-robotics counts a task when the norm of its joints' distance to its goal is below 0.3 (hinge
+  1.45 rad, microwave -0.75 rad, the kettle's full 7-d pose, the *bottom left* burner's knob and joint, qpos 11-12).
+  ``task_criteria="gymnasium_robotics"`` uses the package's goals and threshold instead.
+- The kitchen's initial state is the package's (the same as LEXA's); observation noise is off as in LEXA.
+
+``info`` holds ``coordinates`` (the end-effector site's x-y in metres, float64: what the generic coverage metrics and
+trajectory plots read; METRA's code logged the first two joint angles there) and ``task_success``
+(:data:`metra_gym.registration.TASK_SUCCESS_KEY`): a dict of the six tasks (in :data:`TASKS` order) to whether the
+current state achieves them. The reward is the number of ``tasks`` achieved for the first time in the episode at this
+step (sparse, as ``FrankaKitchen-v1``'s); METRA ignores it.
+
+``obs_type="pixels"`` (default) gives one ``(64, 64, 3)`` uint8 render per step; the registered id stacks 3 with
+:class:`metra_gym.wrappers.ChannelStackObservation`. ``obs_type="state"`` gives a flat float32 vector of 62: the
+end-effector site's x-y-z, then ``FrankaKitchen-v1``'s ``observation`` entry (robot joint positions 9 and velocities
+9, object positions 21 and velocities 20). Its nested ``achieved_goal`` / ``desired_goal`` dicts are left out: the
+first repeats object positions already there, the second is constant.
+
+Rendering is headless (``MUJOCO_GL`` defaults to ``egl``) and cheap by default (no shadows, reflections or
+multisampling). A software-rendered frame stays costly all the same, since the Franka's visual meshes have 134,000
+triangles (timings in ``benchmarks/results/kitchen``): pixel Kitchen is a GPU setting. Environments pickle and deep-copy through ``EzPickle``. Needs the ``kitchen`` extra:
+``pip install 'metra-gym[kitchen]'``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+
+from metra_gym.envs.dmc import (
+    FRAME_SIZE,
+    FRAME_STACK,
+    OBS_TYPES,
+    MujocoGLError,
+    _gl_message,
+    _stacked,
+    cheapen_rendering,
+    configure_mujoco_gl,
+)
+from metra_gym.registration import TASK_SUCCESS_KEY
+
+INSTALL_HINT = "install the kitchen extra: pip install 'metra-gym[kitchen]'"
+CONTROLS = ("end_effector", "joint_velocity")
+TASK_CRITERIA = ("lexa", "gymnasium_robotics")
+FRAME_SKIP = 40  # sim steps of 2 ms per step (the paper's and the package's)
+# The LEXA camera (lexa_envs/kitchen.py), as the free camera of gymnasium's MuJoCo renderer.
+LEXA_CAMERA = {"distance": 1.86, "lookat": np.array([-0.3, 0.5, 2.0]), "azimuth": 90.0, "elevation": -60.0}
+# End-effector control: the Cartesian and angular speeds of an action of 1, and the damping of the least squares
+# (metres; it keeps the joint velocities bounded near singular poses).
+EE_SPEED = 1.0
+EE_ANGULAR_SPEED = 1.0
+IK_DAMPING = 0.05
+EE_SITE = "end_effector"
+ARM_JOINTS = 7  # the arm's dofs lead qvel; the two fingers follow
+ROBOT_DOFS = 9
+
+
+@dataclass(frozen=True)
+class KitchenTask:
+    """One of the six tasks: LEXA's goal state and success criterion, and gymnasium-robotics' name for it.
+
+    :param name: the paper's name.
+    :param package_name: gymnasium-robotics' (its ``OBS_ELEMENT_GOALS`` key).
+    :param goal_qpos: LEXA's goal state: these qpos entries set, the rest of the initial state kept.
+    :param indices: the qpos entries LEXA's criterion reads.
+    :param target: what they are compared with.
+    :param tolerance: achieved within this distance (norm) of ``target``; None: achieved below ``target`` (a knob or
+        switch turned past a point).
+    """
+
+    name: str
+    package_name: str
+    goal_qpos: dict[int, float]
+    indices: tuple[int, ...]
+    target: tuple[float, ...]
+    tolerance: float | None
+
+    def achieved(self, qpos: np.ndarray) -> bool:
+        """LEXA's criterion (``lexa_envs/kitchen.py``, ``compute_success``) on a qpos."""
+        values = np.asarray(qpos)[list(self.indices)]
+        if self.tolerance is None:
+            return bool(np.all(values < np.asarray(self.target)))
+        return bool(np.linalg.norm(values - np.asarray(self.target)) < self.tolerance)
+
+
+# In the paper's order. qpos: 0-8 robot, 9-16 burner knobs and burners (9 = bottom right knob), 17-18 light switch,
+# 19 slide cabinet, 20-21 hinge cabinet (left, right door), 22 microwave, 23-29 kettle (x, y, z, quaternion).
+KITCHEN_TASKS = (
+    KitchenTask("Kettle", "kettle", {23: -0.23, 24: 0.75, 25: 1.62}, (23, 24), (-0.23, 0.75), 0.2),
+    KitchenTask("Microwave", "microwave", {22: -0.5}, (22,), (-0.5,), 0.2),
+    KitchenTask("Light Switch", "light switch", {17: -0.69, 18: -0.05}, (17,), (-0.25,), None),
+    KitchenTask("Hinge Cabinet", "hinge cabinet", {20: 0.0, 21: 0.5}, (21,), (0.5,), 0.2),
+    KitchenTask("Slide Cabinet", "slide cabinet", {19: 0.37}, (19,), (0.37,), 0.1),
+    KitchenTask("Bottom Burner", "bottom burner", {9: -0.88, 10: -0.01}, (9,), (-0.38,), None),
+)
+TASKS = tuple(task.name for task in KITCHEN_TASKS)
+_TASK_BY_NAME = {task.name: task for task in KITCHEN_TASKS}
+
+
+class KitchenMissingError(ImportError):
+    """gymnasium-robotics is not installed."""
+
+
+def import_kitchen() -> Any:
+    """gymnasium-robotics' ``kitchen_env`` module, with ``MUJOCO_GL`` configured, the MuJoCo fix in place
+    (:mod:`metra_gym.envs.robotics_patch`) and one clear error when the package is missing."""
+    configure_mujoco_gl()
+    try:
+        from gymnasium_robotics.envs.franka_kitchen import kitchen_env
+    except ModuleNotFoundError as error:
+        raise KitchenMissingError(f"metra/Kitchen-v0 runs on gymnasium-robotics' FrankaKitchen-v1 (cannot import "
+                                  f"{error.name!r}); {INSTALL_HINT}") from error
+    from metra_gym.envs.robotics_patch import patch_franka_kitchen
+
+    patch_franka_kitchen()
+    return kitchen_env
+
+
+def task_named(name: str) -> KitchenTask:
+    """The task of a paper name (``"Kettle"``, ...), or a ValueError listing the six."""
+    if name not in _TASK_BY_NAME:
+        raise ValueError(f"unknown Kitchen task {name!r}; the tasks are {list(TASKS)}")
+    return _TASK_BY_NAME[name]
+
+
+class MetraKitchenEnv(gym.Env, EzPickle):
+    """The Franka kitchen as METRA uses it (see the module docstring for what differs from the paper's).
+    Registered as ``metra/Kitchen-v0`` (50 steps; pixels stacked 3 deep).
+
+    :param obs_type: ``"pixels"`` (one ``(frame_size, frame_size, 3)`` uint8 render from the LEXA camera per step)
+        or ``"state"`` (float32: end-effector x-y-z, then the robot's and objects' positions and velocities).
+    :param control: ``"end_effector"`` (7-d: Cartesian velocity, angular velocity, gripper; the paper's) or
+        ``"joint_velocity"`` (gymnasium-robotics' 9-d joint velocities).
+    :param task_criteria: ``"lexa"`` (the paper's task flags) or ``"gymnasium_robotics"`` (the package's).
+    :param tasks: the tasks whose first achievement the reward counts (paper names; default all six).
+    :param frame_size: width and height of a rendered frame.
+    :param cheap_render: shadows, reflections and anti-aliasing off.
+    :param render_mode: ``None`` or ``"rgb_array"`` (``render()`` returns the observation camera's frame).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1 / 0.08}
+
+    def __init__(self, obs_type: str = "pixels", control: str = "end_effector", task_criteria: str = "lexa",
+                 tasks: Sequence[str] | None = None, frame_size: int = FRAME_SIZE, cheap_render: bool = True,
+                 render_mode: str | None = None) -> None:
+        if obs_type not in OBS_TYPES:
+            raise ValueError(f"obs_type must be 'pixels' ({FRAME_SIZE}x{FRAME_SIZE} renders, the paper's setting) "
+                             f"or 'state' (robot and object state), got {obs_type!r}")
+        for name, value, choices in (("control", control, CONTROLS), ("task_criteria", task_criteria, TASK_CRITERIA)):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        if isinstance(tasks, str) or not (tasks is None or isinstance(tasks, Sequence)):
+            raise ValueError(f"tasks must be a list of task names, e.g. ['Kettle'], got {tasks!r}")
+        reward_tasks = tuple(TASKS if tasks is None else tasks)
+        for name in reward_tasks:
+            task_named(name)
+        if isinstance(frame_size, (bool, np.bool_)) or not isinstance(frame_size, (int, np.integer)) \
+                or frame_size < 1:
+            raise ValueError(f"frame_size must be an integer >= 1, got {frame_size!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        kitchen_env = import_kitchen()
+        import mujoco
+
+        self._mujoco = mujoco
+        self.obs_type, self.control, self.task_criteria = obs_type, control, task_criteria
+        self.reward_tasks, self.frame_size = reward_tasks, int(frame_size)
+        self.cheap_render, self.render_mode = bool(cheap_render), render_mode
+        renders = obs_type == "pixels" or render_mode == "rgb_array"
+        self._kitchen = kitchen_env.KitchenEnv(
+            tasks_to_complete=[task.package_name for task in KITCHEN_TASKS], terminate_on_tasks_completed=False,
+            remove_task_when_completed=False, object_noise_ratio=0.0, robot_noise_ratio=0.0, frame_skip=FRAME_SKIP,
+            render_mode="rgb_array" if renders else None, width=self.frame_size, height=self.frame_size,
+            default_camera_config=LEXA_CAMERA)
+        self._package_goals = {task.name: (kitchen_env.OBS_ELEMENT_INDICES[task.package_name],
+                                           kitchen_env.OBS_ELEMENT_GOALS[task.package_name])
+                               for task in KITCHEN_TASKS}
+        self._package_threshold = float(kitchen_env.BONUS_THRESH)
+        self.model, self.data = self._kitchen.model, self._kitchen.data
+        # Before the renderer's context exists (made at the first frame). The model asks for a 2560 x 1920 offscreen
+        # buffer (8x multisampled) and 4096^2 shadow maps, which a software renderer pays for at every frame.
+        self.model.vis.global_.offwidth = self.model.vis.global_.offheight = self.frame_size
+        if self.cheap_render:
+            cheapen_rendering(self.model)
+            self.model.vis.quality.shadowsize = 0
+        self._site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, EE_SITE)
+        if self._site < 0 or self.model.nq != 30 or self.model.nv != 29:
+            raise RuntimeError("unexpected FrankaKitchen-v1 model: no end_effector site, or not the kitchen's "
+                               f"30 qpos / 29 qvel (got {self.model.nq} / {self.model.nv})")
+        self.dt = float(self._kitchen.robot_env.dt)
+        self.metadata = {**self.metadata, "render_fps": 1.0 / self.dt}
+        # The package reads a joint-velocity action a in [-1, 1] as a * act_rng rad/s (m/s for the fingers).
+        self._joint_speed = np.asarray(self._kitchen.robot_env.act_rng, dtype=np.float64)
+        action_dim = 7 if control == "end_effector" else ROBOT_DOFS
+        self.action_space = spaces.Box(-1.0, 1.0, (action_dim,), np.float32)
+        self.state_dim = 3 + self.model.nq + self.model.nv
+        if obs_type == "pixels":
+            self.observation_space = spaces.Box(0, 255, (self.frame_size, self.frame_size, 3), np.uint8)
+        else:
+            self.observation_space = spaces.Box(-np.inf, np.inf, (self.state_dim,), np.float32)
+        self._jacobian = np.zeros((6, self.model.nv))
+        self._achieved: set[str] = set()
+        self._needs_reset = True
+        self._closed = False
+        if renders:
+            self._check_rendering()
+        EzPickle.__init__(self, obs_type=obs_type, control=control, task_criteria=task_criteria, tasks=tasks,
+                          frame_size=frame_size, cheap_render=cheap_render, render_mode=render_mode)
+
+    # --- the scene -----------------------------------------------------------------------------------------
+
+    def _check_rendering(self) -> None:
+        """Render once, so that an unusable ``MUJOCO_GL`` fails here, once, with the fix (the package makes its
+        OpenGL context at the first frame)."""
+        try:
+            self._frame()
+        except Exception as error:
+            raise MujocoGLError(_gl_message(os.environ.get("MUJOCO_GL", ""),
+                                            f"cannot render here ({type(error).__name__}: {error})")) from error
+
+    def _frame(self) -> np.ndarray:
+        return np.array(self._kitchen.render(), dtype=np.uint8, copy=True)
+
+    def end_effector(self) -> np.ndarray:
+        """The ``end_effector`` site's x-y-z (m), float64."""
+        return self.data.site_xpos[self._site].copy()
+
+    def coordinates(self) -> np.ndarray:
+        """The end-effector site's x-y (m), float64: ``info["coordinates"]``."""
+        return self.end_effector()[:2]
+
+    def state(self) -> np.ndarray:
+        """The state observation: end-effector x-y-z, robot qpos (9), robot qvel (9), object qpos (21), object qvel
+        (20), float32. The last 59 are ``FrankaKitchen-v1``'s ``observation`` entry without its noise."""
+        qpos, qvel = self.data.qpos, self.data.qvel
+        return np.concatenate([self.end_effector(), qpos[:ROBOT_DOFS], qvel[:ROBOT_DOFS], qpos[ROBOT_DOFS:],
+                               qvel[ROBOT_DOFS:]]).astype(np.float32)
+
+    def _get_obs(self) -> np.ndarray:
+        return self._frame() if self.obs_type == "pixels" else self.state()
+
+    def task_success(self, qpos: np.ndarray | None = None) -> dict[str, bool]:
+        """Whether ``qpos`` (default: the current state) achieves each of the six tasks, by ``task_criteria``."""
+        qpos = self.data.qpos if qpos is None else np.asarray(qpos)
+        if self.task_criteria == "lexa":
+            return {task.name: task.achieved(qpos) for task in KITCHEN_TASKS}
+        return {name: bool(np.linalg.norm(qpos[indices] - goal) < self._package_threshold)
+                for name, (indices, goal) in self._package_goals.items()}
+
+    def _sync(self) -> None:
+        """Positions of bodies and sites for the current qpos (``mj_step`` leaves them one sub-step behind)."""
+        self._mujoco.mj_kinematics(self.model, self.data)
+        self._mujoco.mj_comPos(self.model, self.data)
+
+    def _info(self) -> dict[str, Any]:
+        return {"coordinates": self.coordinates(), TASK_SUCCESS_KEY: self.task_success()}
+
+    def initial_qpos(self) -> np.ndarray:
+        """The kitchen's initial state (gymnasium-robotics' and LEXA's)."""
+        return np.array(self._kitchen.robot_env.init_qpos, dtype=np.float64)
+
+    def goal_qpos(self, task: str) -> np.ndarray:
+        """LEXA's goal state of ``task``: the initial state with the task's objects moved to their goal."""
+        qpos = self.initial_qpos()
+        for index, value in task_named(task).goal_qpos.items():
+            qpos[index] = value
+        return qpos
+
+    def observation_at(self, qpos: np.ndarray) -> np.ndarray:
+        """The observation (state vector or frame) of the scene at ``qpos`` at rest; the current state is kept."""
+        saved_qpos, saved_qvel = self.data.qpos.copy(), self.data.qvel.copy()
+        try:
+            self.data.qpos[:] = qpos
+            self.data.qvel[:] = 0.0
+            self._mujoco.mj_forward(self.model, self.data)
+            return self._get_obs()
+        finally:
+            self.data.qpos[:], self.data.qvel[:] = saved_qpos, saved_qvel
+            self._mujoco.mj_forward(self.model, self.data)
+
+    def goal_observation(self, task: str) -> np.ndarray:
+        """The observation of ``task``'s goal state (:meth:`goal_qpos`): zero-shot goal reaching's goal."""
+        return self.observation_at(self.goal_qpos(task))
+
+    # --- control -------------------------------------------------------------------------------------------
+
+    def joint_action(self, action: np.ndarray) -> np.ndarray:
+        """The package's 9-d joint-velocity action for a 7-d end-effector action (damped least squares on the
+        end-effector site's Jacobian at the current state), scaled down as a whole if a joint would exceed its
+        speed, so that the hand keeps the commanded direction."""
+        mujoco = self._mujoco
+        twist = np.concatenate([action[:3] * EE_SPEED, action[3:6] * EE_ANGULAR_SPEED])
+        mujoco.mj_jacSite(self.model, self.data, self._jacobian[:3], self._jacobian[3:], self._site)
+        jacobian = self._jacobian[:, :ARM_JOINTS]
+        velocity = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + IK_DAMPING ** 2 * np.eye(6), twist)
+        arm = velocity / self._joint_speed[:ARM_JOINTS]
+        arm /= max(1.0, float(np.max(np.abs(arm))))
+        return np.concatenate([arm, [action[6], action[6]]])
+
+    # --- gymnasium ------------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._kitchen.reset(seed=seed)
+        self._sync()
+        self._achieved = {name for name, done in self.task_success().items() if done}
+        self._needs_reset = False
+        return self._get_obs(), self._info()
+
+    def step(self, action: np.ndarray):
+        if self._needs_reset:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        action = np.clip(np.asarray(action, dtype=np.float64).reshape(self.action_space.shape), -1.0, 1.0)
+        self._kitchen.step(self.joint_action(action) if self.control == "end_effector" else action)
+        self._sync()
+        info = self._info()
+        new = {name for name, done in info[TASK_SUCCESS_KEY].items() if done} - self._achieved
+        self._achieved |= new
+        reward = float(len(new & set(self.reward_tasks)))
+        return self._get_obs(), reward, False, False, info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array":
+            return None
+        return self._frame()
+
+    def close(self) -> None:
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self._kitchen.close()
+
+
+def make_kitchen(frame_stack: int = FRAME_STACK, **kwargs: Any) -> gym.Env:
+    """Entry point of ``metra/Kitchen-v0``: :class:`MetraKitchenEnv`, pixel frames stacked ``frame_stack`` deep
+    (``(64, 64, 9)`` uint8 by default; ``frame_stack=1`` for single frames). Keyword arguments go to the env."""
+    return _stacked(MetraKitchenEnv(**kwargs), frame_stack)
+
+
+make_kitchen.metadata = MetraKitchenEnv.metadata  # gym.make reads the render modes of an entry point from it

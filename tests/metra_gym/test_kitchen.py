@@ -1,0 +1,344 @@
+"""Kitchen (METRA's manipulation benchmark) on gymnasium-robotics' FrankaKitchen-v1: the env, its six task flags,
+the MuJoCo fix for gymnasium-robotics 1.4.x, the skill-level id and bad input."""
+
+import copy
+import pickle
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import metra_gym  # noqa: F401
+from metra_gym import registration
+from metra_gym.registration import TASK_SUCCESS_KEY
+from metra_gym.skill_checkpoint.format import CheckpointError
+from metra_gym.wrappers import ChannelStackObservation
+
+pytest.importorskip("gymnasium_robotics")
+
+from metra_gym.envs import kitchen, robotics_patch  # noqa: E402
+
+STATE_DIM, EE_ACTIONS = 62, 7
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = kitchen.MetraKitchenEnv(obs_type="state")
+    yield env
+    env.close()
+
+
+def _set_qpos(env, qpos):
+    import mujoco
+
+    env.data.qpos[:] = qpos
+    env.data.qvel[:] = 0.0
+    mujoco.mj_forward(env.model, env.data)
+
+
+def test_registration_says_the_papers_numbers():
+    assert gym.spec("metra/Kitchen-v0").max_episode_steps == 50
+    spec = gym.spec("metra/KitchenSkills-v0")
+    assert spec.entry_point == "metra_gym.skill_env:SkillEnv" and spec.max_episode_steps == 8
+    assert spec.kwargs == {"env": "metra/Kitchen-v0", "checkpoint": "kitchen_state", "env_kwargs": {"obs_type": "state"}}
+    assert {"metra/Kitchen-v0", "metra/KitchenSkills-v0"} <= registration.metra_env_ids()
+    assert kitchen.TASKS == ("Kettle", "Microwave", "Light Switch", "Hinge Cabinet", "Slide Cabinet", "Bottom Burner")
+
+
+def test_import_of_the_kitchen_module_stays_light():
+    code = ("import sys, gymnasium as gym, metra_gym, metra_gym.envs.kitchen, metra_gym.envs.robotics_patch\n"
+            "gym.spec('metra/Kitchen-v0')\n"
+            "print(sorted(m for m in ('torch', 'mujoco', 'gymnasium_robotics') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("control", "action_dim"), [("end_effector", EE_ACTIONS), ("joint_velocity", 9)])
+def test_state_id_passes_the_checker(control, action_dim):
+    env = gym.make("metra/Kitchen-v0", obs_type="state", control=control)
+    assert env.observation_space == gym.spaces.Box(-np.inf, np.inf, (STATE_DIM,), np.float32)
+    assert env.action_space == gym.spaces.Box(-1.0, 1.0, (action_dim,), np.float32)
+    check_env(env.unwrapped, skip_render_check=True)
+    obs, info = env.reset(seed=0)
+    assert obs.dtype == np.float32 and info["coordinates"].dtype == np.float64 and info["coordinates"].shape == (2,)
+    assert list(info[TASK_SUCCESS_KEY]) == list(kitchen.TASKS) and not any(info[TASK_SUCCESS_KEY].values())
+    env.close()
+
+
+def test_pixel_id_passes_the_checker_and_renders_the_lexa_view():
+    env = gym.make("metra/Kitchen-v0")  # pixels are the default
+    assert env.observation_space == gym.spaces.Box(0, 255, (64, 64, 9), np.uint8)
+    obs, _ = env.reset(seed=0)
+    inner = env.unwrapped
+    np.testing.assert_array_equal(obs[..., 6:], inner._frame())
+    viewer = inner._kitchen.robot_env.mujoco_renderer._get_viewer("rgb_array")
+    assert (viewer.cam.distance, viewer.cam.azimuth, viewer.cam.elevation) == (1.86, 90.0, -60.0)
+    np.testing.assert_allclose(viewer.cam.lookat, [-0.3, 0.5, 2.0])
+    assert obs.std() > 20  # a scene, not a blank frame
+    # The frame follows the robot: a moved arm changes it.
+    for _ in range(3):
+        obs, *_ = env.step(np.array([0.0, 0.0, 1.0, 0, 0, 0, 0], np.float32))
+    assert np.abs(obs[..., 6:].astype(int) - obs[..., :3]).sum() > 0
+    assert inner.model.light_castshadow.sum() == 0 and inner.model.vis.global_.offwidth == 64  # the cheap renderer
+    stacked = env.env
+    while not isinstance(stacked, ChannelStackObservation):
+        stacked = stacked.env
+    check_env(stacked, skip_render_check=True)  # last: it closes the environment
+
+
+def test_state_is_the_end_effector_then_the_packages_observation(env):
+    obs, info = env.reset(seed=0)
+    for _ in range(5):
+        obs, _, _, _, info = env.step(env.action_space.sample())
+    package = env._kitchen._get_obs(env._kitchen.robot_env._get_obs())["observation"]  # noise is off
+    np.testing.assert_allclose(obs[3:], package, rtol=1e-6, atol=1e-6)
+    site = env.data.site_xpos[env.model.site("end_effector").id]
+    np.testing.assert_allclose(obs[:3], site, rtol=1e-6)
+    np.testing.assert_array_equal(info["coordinates"], site[:2])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_end_effector_action_moves_the_hand_along_its_axis(env, axis):
+    env.reset(seed=0)
+    start = env.end_effector()
+    action = np.zeros(EE_ACTIONS, np.float32)
+    action[axis] = 1.0
+    for _ in range(5):
+        env.step(action)
+    moved = env.end_effector() - start
+    assert moved[axis] > 0.05  # EE_SPEED = 1 m/s for 0.4 s, behind the position servos
+    assert abs(moved[axis]) > 2 * np.abs(np.delete(moved, axis)).max()
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(-action)
+    assert (env.end_effector() - start)[axis] < -0.05
+
+
+def test_gripper_action_opens_and_closes_both_fingers(env):
+    env.reset(seed=0)
+    close = np.zeros(EE_ACTIONS, np.float32)
+    close[6] = -1.0
+    for _ in range(3):
+        env.step(close)
+    closed = env.data.qpos[7:9].copy()
+    for _ in range(3):
+        env.step(-close)
+    opened = env.data.qpos[7:9].copy()
+    assert np.all(closed < 0.02) and np.all(opened - closed > 0.015)  # from 0.04-0.05 at the start
+
+
+@pytest.mark.parametrize("task", kitchen.TASKS)
+def test_each_task_flag_is_raised_by_its_solved_state_only(env, task):
+    env.reset(seed=0)
+    _set_qpos(env, env.goal_qpos(task))
+    obs, reward, _, _, info = env.step(np.zeros(EE_ACTIONS, np.float32))
+    assert [name for name, done in info[TASK_SUCCESS_KEY].items() if done] == [task]
+    assert reward == 1.0  # first achieved in this episode
+    _, reward, _, _, info = env.step(np.zeros(EE_ACTIONS, np.float32))
+    assert info[TASK_SUCCESS_KEY][task] and reward == 0.0  # counted once per episode
+    _, info = env.reset(seed=0)
+    assert not any(info[TASK_SUCCESS_KEY].values())
+
+
+@pytest.mark.parametrize("task", kitchen.KITCHEN_TASKS, ids=lambda t: t.name)
+def test_lexa_criteria_thresholds(env, task):
+    """LEXA's criteria (lexa_envs/kitchen.py): within the tolerance of the target, or below a switch point."""
+    qpos = env.initial_qpos()
+    index = task.indices[0]
+    if task.tolerance is None:
+        inside, outside = task.target[0] - 0.01, task.target[0] + 0.01
+    else:
+        qpos[list(task.indices)] = task.target
+        inside, outside = task.target[0] + 0.9 * task.tolerance, task.target[0] + 1.1 * task.tolerance
+    qpos[index] = inside
+    assert env.task_success(qpos)[task.name]
+    qpos[index] = outside
+    assert not env.task_success(qpos)[task.name]
+    expected = {"Kettle": 0.2, "Microwave": 0.2, "Light Switch": None, "Hinge Cabinet": 0.2, "Slide Cabinet": 0.1,
+                "Bottom Burner": None}
+    assert task.tolerance == expected[task.name]
+
+
+def test_package_criteria_use_gymnasium_robotics_goals():
+    from gymnasium_robotics.envs.franka_kitchen import kitchen_env as package
+
+    env = kitchen.MetraKitchenEnv(obs_type="state", task_criteria="gymnasium_robotics")
+    for task in kitchen.KITCHEN_TASKS:
+        qpos = env.initial_qpos()
+        qpos[package.OBS_ELEMENT_INDICES[task.package_name]] = package.OBS_ELEMENT_GOALS[task.package_name]
+        assert [name for name, done in env.task_success(qpos).items() if done] == [task.name]
+    # Where the two disagree: the package's hinge goal (1.45 rad) is past LEXA's window (0.3-0.7 rad).
+    qpos = env.initial_qpos()
+    qpos[21] = 1.45
+    assert env.task_success(qpos)["Hinge Cabinet"]
+    env.close()
+
+
+def test_goal_observation_is_the_goal_state_and_keeps_the_current_one(env):
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(env.action_space.sample())
+    before = env.state()
+    goal = env.goal_observation("Microwave")
+    np.testing.assert_array_equal(env.state(), before)
+    assert goal.shape == (STATE_DIM,) and goal.dtype == np.float32
+    microwave = 3 + 9 + 9 + (22 - 9)  # end effector, robot qpos, robot qvel, then object qpos from qpos 9 on
+    assert goal[microwave] == pytest.approx(-0.5)
+    start, _ = env.reset(seed=0)
+    np.testing.assert_allclose(np.delete(goal, microwave), np.delete(start, microwave), atol=1e-6)
+
+
+def test_same_seed_same_trajectory():
+    runs = []
+    for _ in range(2):
+        env = gym.make("metra/Kitchen-v0", obs_type="state")
+        obs, _ = env.reset(seed=3)
+        rng = np.random.default_rng(0)
+        out = [obs] + [env.step(rng.uniform(-1, 1, EE_ACTIONS).astype(np.float32))[0] for _ in range(5)]
+        runs.append(np.stack(out))
+        env.close()
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("copier", [lambda e: pickle.loads(pickle.dumps(e)), copy.deepcopy], ids=["pickle", "deepcopy"])
+def test_round_trip_gives_the_same_environment(copier):
+    env = gym.make("metra/Kitchen-v0", obs_type="state", control="joint_velocity", tasks=["Kettle"])
+    clone = copier(env)
+    assert clone.unwrapped is not env.unwrapped
+    assert (clone.unwrapped.control, clone.unwrapped.reward_tasks) == ("joint_velocity", ("Kettle",))
+    results = []
+    for e in (env, clone):
+        obs, _ = e.reset(seed=7)
+        results.append((obs, e.step(np.full(9, 0.3, np.float32))[0]))
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    env.close()
+    clone.close()
+
+
+# --- the MuJoCo fix --------------------------------------------------------------------------------------------
+
+def test_installed_gymnasium_robotics_still_needs_the_fix():
+    import gymnasium_robotics
+    import mujoco
+
+    assert robotics_patch.joint_type_check_broken(), (
+        f"gymnasium-robotics {gymnasium_robotics.__version__} on MuJoCo {mujoco.__version__} reads hinge joints "
+        "again: metra_gym/envs/robotics_patch.py is no longer needed; remove it (and its call in "
+        "metra_gym/envs/kitchen.py) and raise the pin of the kitchen extra")
+
+
+def test_the_fix_is_in_place_once_the_env_is_built(env):
+    from gymnasium_robotics.envs.franka_kitchen import franka_env
+
+    assert franka_env.robot_get_obs is robotics_patch.robot_get_obs
+    assert robotics_patch.patch_franka_kitchen()  # idempotent
+    qpos, qvel = robotics_patch.robot_get_obs(env.model, env.data, env._kitchen.robot_env.model_names.joint_names)
+    np.testing.assert_array_equal(qpos, env.data.qpos[:9])
+    np.testing.assert_array_equal(qvel, env.data.qvel[:9])
+
+
+def test_without_the_fix_the_package_fails_and_with_it_builds():
+    code = ("import gymnasium as gym, gymnasium_robotics\n"
+            "gym.register_envs(gymnasium_robotics)\n"
+            "try:\n"
+            "    gym.make('FrankaKitchen-v1')\n"
+            "    print('UNPATCHED BUILT')\n"
+            "except AssertionError:\n"
+            "    print('UNPATCHED FAILS')\n"
+            "from metra_gym.envs.robotics_patch import patch_franka_kitchen\n"
+            "print('PATCHED', patch_franka_kitchen())\n"
+            "env = gym.make('FrankaKitchen-v1')\n"
+            "obs, _ = env.reset(seed=0)\n"
+            "print('BUILT', obs['observation'].shape)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert "UNPATCHED FAILS" in out.stdout and "PATCHED True" in out.stdout, out.stdout + out.stderr
+    assert "BUILT (59,)" in out.stdout, out.stderr
+
+
+def test_a_package_without_the_patched_name_is_one_clear_error(monkeypatch):
+    from gymnasium_robotics.envs.franka_kitchen import franka_env
+
+    monkeypatch.delattr(franka_env, "robot_get_obs")
+    with pytest.raises(robotics_patch.PatchError, match=r"no longer applies.*pip install 'metra-gym\[kitchen\]'"):
+        robotics_patch.patch_franka_kitchen()
+
+
+# --- the skill-level id ----------------------------------------------------------------------------------------
+
+def _random_policy(obs_type="state", obs_dim=STATE_DIM):
+    import torch
+
+    from metra_gym.networks import PhiNetwork, SkillActor
+    from metra_gym.skill_policy import SkillPolicy
+
+    torch.manual_seed(0)
+    weights = {f"actor.{k}": v for k, v in SkillActor(obs_dim, 24, EE_ACTIONS, [32]).state_dict().items()}
+    weights.update({f"phi.{k}": v for k, v in PhiNetwork(obs_dim, 24, [32]).state_dict().items()})
+    config = {"obs_dim": obs_dim, "action_dim": EE_ACTIONS, "skill_dim": 24, "discrete_skills": True,
+              "action_low": [-1.0] * EE_ACTIONS, "action_high": [1.0] * EE_ACTIONS, "actor_hidden": [32],
+              "phi_hidden": [32], "normalizer": {"mean": [0.0] * obs_dim, "std": [1.0] * obs_dim},
+              "env_id": "metra/Kitchen-v0", "env_kwargs": {"obs_type": obs_type}}
+    return SkillPolicy(config, weights, source=f"{obs_type} test")
+
+
+def test_skill_id_runs_24_discrete_skills_of_25_steps():
+    env = gym.make("metra/KitchenSkills-v0", checkpoint=_random_policy())
+    assert env.action_space == gym.spaces.Discrete(24)
+    check_env(env.unwrapped, skip_render_check=True)
+    env.reset(seed=0)
+    steps = [env.step(i) for i in (0, 5, 23)]
+    assert [s[4]["skill_steps"] for s in steps] == [25] * 3
+    assert set(steps[-1][4][TASK_SUCCESS_KEY]) == set(kitchen.TASKS)
+    env.close()
+
+
+def test_skill_id_without_a_bundled_checkpoint_says_so():
+    with pytest.raises(CheckpointError, match="unknown checkpoint 'kitchen_state'.*bundled names"):
+        gym.make("metra/KitchenSkills-v0")
+
+
+# --- bad input -------------------------------------------------------------------------------------------------
+
+def test_missing_gymnasium_robotics_names_the_install_command(monkeypatch):
+    for name in [m for m in sys.modules if m == "gymnasium_robotics" or m.startswith("gymnasium_robotics.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if never installed: no import of it succeeds
+    monkeypatch.setitem(sys.modules, "gymnasium_robotics", None)
+    with pytest.raises(ImportError, match=r"pip install 'metra-gym\[kitchen\]'") as error:
+        gym.make("metra/Kitchen-v0", obs_type="state")
+    assert isinstance(error.value, kitchen.KitchenMissingError) and "gymnasium_robotics" in str(error.value)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"tasks": ["Kettle", "Toaster"]}, r"unknown Kitchen task 'Toaster'; the tasks are \['Kettle', 'Microwave'"),
+    ({"tasks": "Kettle"}, r"tasks must be a list of task names, e\.g\. \['Kettle'\]"),
+    ({"tasks": 3}, r"tasks must be a list of task names, e\.g\. \['Kettle'\], got 3"),
+    ({"obs_type": "rgb"}, "obs_type must be 'pixels'.*or 'state'.*got 'rgb'"),
+    ({"control": "mocap"}, "control must be one of 'end_effector', 'joint_velocity', got 'mocap'"),
+    ({"task_criteria": "d4rl"}, "task_criteria must be one of 'lexa', 'gymnasium_robotics', got 'd4rl'"),
+])
+def test_bad_arguments_are_one_clear_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gym.make("metra/Kitchen-v0", **kwargs)
+
+
+def test_unknown_goal_task_is_one_clear_error(env):
+    with pytest.raises(ValueError, match=r"unknown Kitchen task 'kettle'; the tasks are \['Kettle'"):
+        env.goal_observation("kettle")
+
+
+def test_pixel_checkpoint_on_the_state_env_is_refused():
+    with pytest.raises(CheckpointError, match=r"trained on metra/Kitchen-v0 with obs_type='pixels'.*this "
+                                              r"environment's obs_type is 'state'.*\{'obs_type': 'state'\}"):
+        gym.make("metra/KitchenSkills-v0", checkpoint=_random_policy("pixels", 64 * 64 * 9))
+
+
+def test_pixel_config_cannot_be_exported_as_a_skill_checkpoint(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "pretrain", "export", "--untrained", "--config", "kitchen",
+                          str(tmp_path / "skills")], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 2, out.stderr
+    assert "exporting a pixel run is not supported" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "skills").exists()
