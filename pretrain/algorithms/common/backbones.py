@@ -70,7 +70,7 @@ class SkillDiscoveryMixin:
     :param policy: the policy class or alias.
     :param env: a (vectorised) environment whose observation is ``[obs, z]``.
     :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param discrete_skills: one-hot skills instead of continuous ones of the learner's prior (``skill_prior``).
     :param skill_learner_class: the algorithm's :class:`SkillLearner`.
     :param skill_learner_kwargs: its hyperparameters.
     :param timeout_done: store the last transition of a time-limited episode as terminal (no bootstrap), as the

@@ -129,9 +129,8 @@ def test_the_sb3_class_has_the_papers_defaults(tmp_path):
 
 
 def test_cic_point_mass_training_visits_several_times_what_random_actions_do(tmp_path):
-    """CIC's reward is the entropy of the visited states, which shows in the training transitions' coverage. Its
-    deterministic skills are hardly told apart on the point mass (the contrastive loss stays near log 256), so
-    their policy coverage stays near a random policy's (measured 0.5-3.5x, noisy) above the untrained one's."""
+    """CIC's reward is the entropy of the visited states, which shows in the training transitions' coverage; its
+    deterministic skills (64-D, uniform in [0, 1]^64) must at least move far beyond the untrained policy."""
     config = load_config("point_mass", ["algo=cic", "epochs=30", "eval_every=30", "save_every=30",
                                         "torch_threads=1", "save_replay_buffer=false"])
     history = train(config, tmp_path / "run", verbose=0).history
