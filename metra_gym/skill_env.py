@@ -13,14 +13,18 @@ from gymnasium.utils import EzPickle
 
 from metra_gym.registration import SKILL_STEPS
 from metra_gym.skill_checkpoint.format import CheckpointError
+from metra_gym.skill_priors import ACTION_BOUNDS, DESCRIPTIONS, UNIT, outside_prior
 
 
 class SkillEnv(gym.Env, EzPickle):
     """Hierarchical view of an environment: one step = run skill ``z`` deterministically for ``skill_steps``
     low-level steps and return the plain sum of their rewards.
 
-    The action space is ``Box(-1, 1, (D,))`` for continuous skills (projected to unit length) or
-    ``Discrete(D)`` for discrete ones (an ``int`` or numpy integer index). Observations are the inner
+    The action space is ``Discrete(D)`` for discrete skills (an ``int`` or numpy integer index), and for continuous
+    ones follows the checkpoint's skill prior: ``Box(-1, 1, (D,))`` projected to unit length (METRA, LSD);
+    ``Box(-3, 3, (D,))`` taken as the skill itself (DIAYN and DADS skills are N(0, I) draws: three standard
+    deviations per coordinate, a skill beyond them is run as given); ``Box(0, 1, (D,))`` taken as the skill (CIC's
+    uniform prior). Observations are the inner
     environment's. A step stops early when the inner environment terminates or truncates; ``info`` is the last
     inner ``info`` plus ``skill_steps`` (the number of low-level steps run) and ``skill``. ``metadata["render_fps"]``
     is the inner one divided by ``skill_steps``: one skill-level step spans that many inner frames.
@@ -96,7 +100,8 @@ class SkillEnv(gym.Env, EzPickle):
         self.policy_obs_dim = self.policy.obs_dim if policy_obs_dim is None else int(policy_obs_dim)
         self._check_compatible(strip_task_info=policy_obs_dim is not None, explicit=explicit)
         d = self.policy.skill_dim
-        self.action_space = spaces.Discrete(d) if self.policy.discrete else spaces.Box(-1.0, 1.0, (d,), np.float32)
+        low, high = ACTION_BOUNDS[self.policy.skill_prior]
+        self.action_space = spaces.Discrete(d) if self.policy.discrete else spaces.Box(low, high, (d,), np.float32)
         self._obs: np.ndarray | None = None
         # The loaded policy stands for the checkpoint: it pickles as its reference (pinned), so revision is spent.
         EzPickle.__init__(self, env=env_arg, checkpoint=self.policy, skill_steps=self.skill_steps, revision=None,
@@ -132,7 +137,8 @@ class SkillEnv(gym.Env, EzPickle):
                                   f"{self.env.action_space.shape}; use a checkpoint for this environment")
 
     def skill_of(self, action: Any) -> np.ndarray:
-        """The skill z for a high-level action (unit-length projection, or one-hot), with clear errors."""
+        """The skill z for a high-level action (one-hot; for unit skills the projection to unit length; for the other
+        priors the action itself), with clear errors."""
         if self.policy.discrete:
             return np.eye(self.policy.skill_dim, dtype=np.float32)[self._skill_index(action)]
         try:
@@ -146,6 +152,13 @@ class SkillEnv(gym.Env, EzPickle):
         z = array.astype(np.float64)
         if not np.all(np.isfinite(z)):
             raise ValueError(f"a skill action must be finite, got {z.tolist()}")
+        prior = self.policy.skill_prior
+        if prior != UNIT:  # N(0, I) or U[0, 1]^D: the skill's length is part of the skill, nothing is projected
+            if outside_prior(z[None], prior) is not None:  # U[0, 1]^D only: N(0, I) takes every finite vector
+                low, high = ACTION_BOUNDS[prior]
+                raise ValueError(f"skills of this checkpoint are {DESCRIPTIONS[prior]}: every entry of a skill action "
+                                 f"must lie in [{low}, {high}], got {z.tolist()}")
+            return z.astype(np.float32)
         # Divide by the largest magnitude first: squaring 1e300 (or 1e20 in float32) would overflow the norm.
         scale = float(np.max(np.abs(z)))
         if scale == 0.0:

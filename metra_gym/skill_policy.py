@@ -14,8 +14,8 @@ from metra_gym.networks import PhiNetwork, SkillActor, single_threaded
 from metra_gym.registration import metra_env_ids
 from metra_gym.skill_checkpoint.format import CheckpointError, read_config, read_weights
 from metra_gym.skill_checkpoint.hub import locate_checkpoint
+from metra_gym.skill_priors import SKILL_PRIORS, UNIT, outside_prior
 
-UNIT_TOLERANCE = 1e-3  # how far from 1 the norm of a continuous skill may be
 # The config.json keys the constructor reads (from_pretrained checks all of a checkpoint's, with their values).
 CONSTRUCTOR_KEYS = ("env_id", "obs_dim", "action_dim", "skill_dim", "discrete_skills", "action_low", "action_high",
                     "actor_hidden", "phi_hidden", "normalizer")
@@ -54,6 +54,11 @@ class SkillPolicy:
         self.action_dim = int(config["action_dim"])
         self.skill_dim = int(config["skill_dim"])
         self.discrete = bool(config["discrete_skills"])
+        # The prior of continuous skills (older checkpoints: unit vectors).
+        self.skill_prior = config.get("skill_prior", UNIT)
+        if self.skill_prior not in SKILL_PRIORS:
+            raise CheckpointError(f"skill_prior in {source or 'the config'} must be one of {list(SKILL_PRIORS)}, got "
+                                  f"{self.skill_prior!r}; re-export the checkpoint")
         self.action_low = np.asarray(config["action_low"], dtype=np.float32)
         self.action_high = np.asarray(config["action_high"], dtype=np.float32)
         where = source or "the checkpoint"
@@ -188,14 +193,9 @@ class SkillPolicy:
                                  f"(np.eye({self.skill_dim})[index]); row(s) {np.flatnonzero(~one_hot).tolist()} "
                                  "are not")
         else:
-            norms = np.linalg.norm(array, axis=1)
-            if np.any(norms == 0.0):
-                raise ValueError(f"skills are unit vectors; normalise z: row(s) {np.flatnonzero(norms == 0).tolist()}"
-                                 " are zero, which has no direction")
-            off = np.abs(norms - 1.0) > UNIT_TOLERANCE
-            if np.any(off):
-                raise ValueError(f"skills are unit vectors; normalise z (z / ||z||): row(s) "
-                                 f"{np.flatnonzero(off).tolist()} have norm {norms[off].round(4).tolist()}")
+            problem = outside_prior(array, self.skill_prior)
+            if problem is not None:
+                raise ValueError(problem)
         array = array.astype(np.float32)
         return torch.from_numpy(np.broadcast_to(array, (batch, self.skill_dim)).copy())
 
@@ -208,8 +208,9 @@ class SkillPolicy:
         otherwise a sample with noise from ``rng``).
 
         :param obs: raw observations, shape (obs_dim,) or (batch, obs_dim).
-        :param z: skills, shape (skill_dim,) or (batch, skill_dim): unit vectors (norm within 1e-3 of 1) for
-            continuous skills, one-hot vectors for discrete ones.
+        :param z: skills, shape (skill_dim,) or (batch, skill_dim): one-hot vectors for discrete skills; continuous
+            ones of the checkpoint's :attr:`skill_prior`: unit vectors (norm within 1e-3 of 1) for METRA and LSD,
+            any vector for DIAYN and DADS (N(0, I)), vectors in [0, 1]^D for CIC.
         :param deterministic: the mean action, or a sample.
         :param rng: the noise of a sample: a ``np.random.Generator``, or a seed (an int) for a new one.
         """

@@ -20,7 +20,9 @@ from sb3_contrib.common.torch_layers import BatchRenorm
 import metra_gym
 from metra_gym.envs.normalization import ObservationNormalizer
 from metra_gym.networks import PhiNetwork, SkillActor
-from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, WEIGHTS
+from metra_gym.skill_checkpoint.format import CARD, CONFIG, WEIGHTS
+from metra_gym.skill_priors import DESCRIPTIONS, UNIT
+from pretrain.algorithms import skill_prior
 from pretrain.run.config import ConfigError, PretrainConfig
 from pretrain.run.run_state import run_state_dir, verify_files
 from pretrain.run.trainer import algorithm_class, read_run_config
@@ -124,7 +126,8 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
             metrics_pretty_name="policy state coverage (1 m bins, 48 skills" + (", held out)" if held_out else ")"),
             metrics_id="policy_coverage", metrics_value=metric, dataset_pretty_name=config["env_id"],
             dataset_id=config["env_id"]))
-    skills = f"{config['skill_dim']} {'discrete' if config['discrete_skills'] else 'continuous (unit-length)'}"
+    prior = DESCRIPTIONS[config.get("skill_prior", UNIT)]
+    skills = f"{config['skill_dim']} {'discrete (one-hot)' if config['discrete_skills'] else f'continuous ({prior})'}"
     algo = str(provenance.get("config", {}).get("algo", "metra")).upper()
     rows = [("run", provenance.get("run")),
             ("env steps", f"{provenance.get('env_steps', 0):,} ({provenance.get('epochs')} epochs)"),
@@ -272,10 +275,13 @@ def has_phi(run_config: PretrainConfig) -> bool:
 def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any, action_high: Any,
                       provenance: dict[str, Any]) -> dict[str, Any]:
     """The ``config.json`` of a skill checkpoint: what the networks need and where they came from. Its format version
-    is the lowest that reads it (2 for a tanh actor), so that older metra-gym versions load what they can."""
+    is the lowest that reads it (2 for a tanh actor on unit or one-hot skills; 3 adds ReLU actors, 4 the other
+    skill priors), so that older metra-gym versions load what they can and refuse what they would misread."""
     activation = actor_activation(run_config)
+    prior = UNIT if run_config.discrete_skills else skill_prior(run_config)
+    version = 4 if prior != UNIT else 3 if activation != "tanh" else 2
     return {
-        "format_version": FORMAT_VERSION if activation != "tanh" else 2,
+        "format_version": version,
         "env_id": run_config.env_id,
         "env_kwargs": run_config.env_kwargs,
         "skill_env_id": skill_env_id(run_config.env_id),
@@ -285,6 +291,7 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
         "action_high": [float(v) for v in action_high],
         "skill_dim": run_config.skill_dim,
         "discrete_skills": run_config.discrete_skills,
+        **({} if prior == UNIT else {"skill_prior": prior}),
         "actor_hidden": run_config.hidden,
         **({} if activation == "tanh" else {"actor_activation": activation}),
         "phi_hidden": run_config.phi_hidden if has_phi(run_config) else None,

@@ -15,10 +15,14 @@ import reprlib
 from pathlib import Path
 from typing import Any, NoReturn
 
+from metra_gym.skill_priors import SKILL_PRIORS, UNIT
+
 # Version 2 adds ``weights_sha256``, the sha256 hex digest of model.safetensors; version 1 checkpoints (without
 # it) still load. Version 3 adds the optional ``actor_activation`` (absent: tanh); an export writes 3 only when it is
-# not tanh, so that a reader of version 2 refuses a ReLU actor instead of running it with tanh.
-FORMAT_VERSION = 3
+# not tanh, so that a reader of version 2 refuses a ReLU actor instead of running it with tanh. Version 4 adds the
+# optional ``skill_prior`` of continuous skills (absent: unit vectors), written only when it is another prior, so that
+# a reader of version 3 refuses N(0, I) skills instead of projecting them to unit length.
+FORMAT_VERSION = 4
 ACTOR_ACTIVATIONS = ("tanh", "relu")  # the keys of metra_gym.networks.ACTIVATIONS (this module stays torch-free)
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
@@ -112,6 +116,8 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
                  + (", or null for a checkpoint without phi" if key == "phi_hidden" else ""))
     if config.get("actor_activation", "tanh") not in ACTOR_ACTIVATIONS:
         fail("actor_activation", f"one of {list(ACTOR_ACTIVATIONS)}")
+    if config.get("skill_prior", UNIT) not in SKILL_PRIORS:
+        fail("skill_prior", f"one of {list(SKILL_PRIORS)} (the prior of continuous skills)")
     normalizer = config["normalizer"]
     if not isinstance(normalizer, dict) or not {"mean", "std"} <= normalizer.keys():
         fail("normalizer", 'a JSON object with "mean" and "std"')

@@ -2,7 +2,8 @@
 
 An algorithm is a :class:`~pretrain.algorithms.common.skill_learner.SkillLearner` (its networks, their update and
 its intrinsic reward) trained beside an off-policy backbone (:mod:`pretrain.algorithms.common.backbones`).
-:func:`skill_learner` maps a run configuration's ``algo`` to the learner and its hyperparameters.
+:func:`skill_learner` maps a run configuration's ``algo`` to the learner and its hyperparameters, and
+:func:`skill_prior` to the prior of its continuous skills.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from pretrain.algorithms.common.skill_learner import SkillLearner
+
+
+def skill_prior(config) -> str:
+    """The prior of a configuration's continuous skills: its algorithm's (:attr:`SkillLearner.skill_prior`)."""
+    return skill_learner(config)[0].skill_prior
 
 
 def skill_learner(config) -> tuple[type[SkillLearner], dict[str, Any]]:
@@ -44,6 +50,7 @@ def skill_learner(config) -> tuple[type[SkillLearner], dict[str, Any]]:
 
         return CICLearner, {"cic_net_arch": config.phi_hidden, "cic_learning_rate": config.learning_rate,
                             "temperature": config.cic_temperature, "knn_k": config.cic_knn_k,
-                            "knn_clip": config.cic_knn_clip, "project_skill": config.cic_project_skill,
+                            "knn_clip": config.cic_knn_clip, "knn_query": config.cic_knn_query,
+                            "project_skill": config.cic_project_skill,
                             "optimizer_kwargs": optimizer_kwargs}
     raise ValueError(f"unknown algo {config.algo!r}")

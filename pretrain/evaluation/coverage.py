@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from metra_gym.registration import TASK_SUCCESS_KEY
+from metra_gym.skill_priors import UNIT
 from pretrain.algorithms.common.skills import evaluation_skills
 
 # act(obs_batch, skill_batch) -> action_batch, with normalised observations.
@@ -94,9 +95,10 @@ class SkillRollouts:
 
 
 def policy_coverage(rollouts: SkillRollouts, act: ActFn, skill_dim: int, discrete: bool,
-                    seed: int = 0) -> tuple[int, np.ndarray, np.ndarray]:
-    """METRA's policy coverage: (bins, positions, skills) of ``len(rollouts.envs)`` evaluation skills."""
-    skills = evaluation_skills(len(rollouts.envs), skill_dim, discrete, seed=seed)
+                    seed: int = 0, prior: str = UNIT) -> tuple[int, np.ndarray, np.ndarray]:
+    """METRA's policy coverage: (bins, positions, skills) of ``len(rollouts.envs)`` evaluation skills, continuous ones
+    drawn from the algorithm's ``prior``."""
+    skills = evaluation_skills(len(rollouts.envs), skill_dim, discrete, seed=seed, prior=prior)
     positions = rollouts.run(act, skills, seed=seed)
     return coverage(positions), positions, skills
 

@@ -56,14 +56,15 @@ def check_out_dir(out_dir: str | Path, option: str = "--out") -> Path:
 
 def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48, steps: int | None = None,
                         seed: int = 0, revision: str | None = None) -> dict[str, Any]:
-    """Policy coverage of ``n_skills`` deterministic skills (drawn with ``seed``; resets seeded ``seed + i``) over
+    """Policy coverage of ``n_skills`` deterministic skills (drawn with ``seed`` from the checkpoint's prior; resets
+    seeded ``seed + i``) over
     episodes of ``steps`` (default: the training episode length), with figures, written to ``out_dir``."""
     if n_skills < 1:
         raise ValueError(f"the number of skills must be >= 1, got {n_skills}")
     out_dir = check_out_dir(out_dir)
     policy = SkillPolicy.from_pretrained(checkpoint, revision=revision)
     steps = steps or episode_steps(policy)
-    skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed)
+    skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed, prior=policy.skill_prior)
     achieved: dict[str, bool] = {}
     obs, positions = rollout_observations(policy, skills, steps, seed=seed, achieved_tasks=achieved)
     out_dir.mkdir(parents=True, exist_ok=True)

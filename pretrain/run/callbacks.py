@@ -147,7 +147,8 @@ class EpochCallback(BaseCallback):
     def evaluate(self, epoch: int) -> dict[str, float]:
         model = self.model
         bins, positions, skills = policy_coverage(self.rollouts, actor_act(model), model.skill_dim,
-                                                  model.discrete_skills, seed=self.seed)
+                                                  model.discrete_skills, seed=self.seed,
+                                                  prior=model.skill_learner.skill_prior)
         row = {
             "epoch": epoch,
             "env_steps": int(self.num_timesteps),

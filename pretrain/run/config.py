@@ -33,15 +33,22 @@ ALGORITHM_KEYS: dict[str, tuple[str, ...]] = {
     "lsd": (),
     "diayn": ("diayn_learn_std",),
     "dads": ("dads_alt_skills", "dads_batch_norm"),
-    "cic": ("cic_temperature", "cic_knn_k", "cic_knn_clip", "cic_project_skill"),
+    "cic": ("cic_temperature", "cic_knn_k", "cic_knn_clip", "cic_knn_query", "cic_project_skill"),
 }
 _KEY_ALGORITHM = {key: algo for algo, keys in ALGORITHM_KEYS.items() for key in keys}
+# Skill spaces that an algorithm's own paper fixes. The bundled configs set METRA's skill_dim and discrete_skills for
+# their environment, so a config switched to one of these algorithms by an override takes its skill space instead,
+# unless the overrides give skill_dim or discrete_skills too (CIC: URLB's agent/cic.yaml, skill_dim 64, continuous).
+ALGORITHM_SKILL_SPACES: dict[str, dict[str, Any]] = {"cic": {"skill_dim": 64, "discrete_skills": False}}
 
 
 @dataclass
 class PretrainConfig:
     """Everything a pretraining run depends on. Defaults are the METRA paper's values for state Ant; the keys of one
-    algorithm (:data:`ALGORITHM_KEYS`) default to its own paper's values."""
+    algorithm (:data:`ALGORITHM_KEYS`) default to its own paper's values (each algorithm's module docstring has the
+    table), and so does the skill space of an algorithm whose paper fixes it (:data:`ALGORITHM_SKILL_SPACES`, taken
+    when an override switches a config to it). Every other key (networks, SAC, environment, schedule) is shared by
+    all algorithms."""
 
     algo: str = "metra"
     backbone: str = "sac"                  # off-policy RL: sac (the paper's), crossq or tqc (sb3-contrib)
@@ -79,10 +86,11 @@ class PretrainConfig:
     diayn_learn_std: bool = True           # diayn, continuous skills: learn the std of q(z|s') (official), else 1
     dads_alt_skills: int = 100             # dads: L, alternative skills per transition in the reward (paper: 100)
     dads_batch_norm: bool = True           # dads: batch-normalise the skill dynamics' input and target (official)
-    cic_temperature: float = 0.5           # cic: temperature of the contrastive logits (paper: 0.5)
-    cic_knn_k: int = 12                    # cic: neighbours of the k-NN entropy reward (paper: 12)
-    cic_knn_clip: float = 0.0005           # cic: clip of the normalised k-NN distances (paper: 0.0005)
-    cic_project_skill: bool = True         # cic: project z with an MLP (paper: yes)
+    cic_temperature: float = 0.5           # cic: temperature of the contrastive logits (URLB: 0.5)
+    cic_knn_k: int = 16                    # cic: neighbours of the k-NN entropy reward (URLB: 16)
+    cic_knn_clip: float = 0.0005           # cic: clip of the normalised k-NN distances (URLB: 0.0005)
+    cic_knn_query: str = "next_state"      # cic: k-NN distances from g(s') (URLB) or g(s) ("state", the CSF fork)
+    cic_project_skill: bool = True         # cic: project z with an MLP (URLB: yes)
     timeout_done: bool = True
     eval_every: int = 100
     eval_skills: int = 48
@@ -139,6 +147,12 @@ class PretrainConfig:
             raise ConfigError(f"seed must be an integer in [0, 2**32 - 1], got {self.seed}")
         if self.snapshot_every < 0:
             raise ConfigError(f"snapshot_every must be >= 0 (0: no snapshots), got {self.snapshot_every}")
+        if self.algo == "cic":
+            from pretrain.algorithms.cic.cic import KNN_QUERIES
+
+            if self.cic_knn_query not in KNN_QUERIES:
+                raise ConfigError(f"cic_knn_query must be one of {', '.join(KNN_QUERIES)} (k-NN distances from g(s'), "
+                                  f"as in URLB, or from g(s), as in the CSF fork), got {self.cic_knn_query!r}")
         if self.algo == "cic" and self.cic_knn_k > self.batch_size:
             raise ConfigError(f"cic_knn_k ({self.cic_knn_k}) must be <= batch_size ({self.batch_size}): the k-NN "
                               "reward looks for neighbours within a minibatch")
@@ -266,13 +280,19 @@ def load_config(name_or_path: str, overrides: list[str] | None = None) -> Pretra
 
     A config file's algorithm-specific keys configure the file's own algorithm (its ``algo``, METRA when it names
     none, as the bundled ones do). When an override switches ``algo`` they are left behind, so that
-    ``--config ant --set algo=diayn`` runs DIAYN with its own defaults; a key of another algorithm given as an
-    override, or in a file for another algorithm than the file's own, is still an error.
+    ``--config ant --set algo=diayn`` runs DIAYN with its own defaults, and ``--set algo=cic`` CIC with its own
+    skill space (:data:`ALGORITHM_SKILL_SPACES`: 64 continuous skills) unless ``skill_dim`` or ``discrete_skills``
+    is given as an override too; a key of another algorithm given as an override, or in a file for another
+    algorithm than the file's own, is still an error.
     """
     values = _read_yaml(name_or_path)
     overrides_given = dict(_parse_override(item) for item in overrides or [])
     file_algo = values.get("algo", PretrainConfig.algo)
-    if isinstance(file_algo, str) and overrides_given.get("algo", file_algo) != file_algo:
+    algo = overrides_given.get("algo", file_algo)
+    if isinstance(file_algo, str) and algo != file_algo:
         values = {k: v for k, v in values.items() if k not in ALGORITHM_KEYS.get(file_algo, ())}
+        skill_space = ALGORITHM_SKILL_SPACES.get(algo, {}) if isinstance(algo, str) else {}
+        if not skill_space.keys() & overrides_given.keys():
+            values.update(skill_space)
     values.update(overrides_given)
     return build_config(values)

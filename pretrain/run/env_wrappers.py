@@ -8,11 +8,12 @@ import gymnasium as gym
 import numpy as np
 
 from metra_gym.envs.normalization import ObservationNormalizer
+from metra_gym.skill_priors import UNIT, check_prior
 from pretrain.algorithms.common.skills import sample_skills, validate_skill_spec
 
 
 class SkillConditioned(gym.Wrapper):
-    """Draw one skill z per episode from METRA's prior and append it to every observation.
+    """Draw one skill z per episode from the algorithm's prior and append it to every observation.
 
     A flat observation becomes ``[obs, z]`` (float32); an image observation (uint8, ``(H, W, C)``) becomes the
     Dict ``{"pixels": image, "skill": z}``, so that pixels stay uint8 (SB3 transposes and scales them, and
@@ -30,13 +31,17 @@ class SkillConditioned(gym.Wrapper):
 
     :param env: an environment with a 1-D Box or a uint8 (H, W, C) image observation space.
     :param skill_dim: size of z.
-    :param discrete: one-hot skills instead of unit vectors.
+    :param discrete: uniform one-hot skills instead of continuous ones.
+    :param prior: the prior of continuous skills, a name of :data:`metra_gym.skill_priors.SKILL_PRIORS` (the
+        algorithm's :attr:`~pretrain.algorithms.common.skill_learner.SkillLearner.skill_prior`; METRA's unit vectors
+        by default).
     """
 
-    def __init__(self, env: gym.Env, skill_dim: int, discrete: bool) -> None:
+    def __init__(self, env: gym.Env, skill_dim: int, discrete: bool, prior: str = UNIT) -> None:
         super().__init__(env)
         validate_skill_spec(skill_dim, discrete)
-        self.skill_dim, self.discrete = skill_dim, discrete
+        check_prior(prior)
+        self.skill_dim, self.discrete, self.skill_prior = skill_dim, discrete, prior
         space = env.observation_space
         skill_space = gym.spaces.Box(-1.0, 1.0, (skill_dim,), np.float32)
         self.pixels = isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8
@@ -56,7 +61,7 @@ class SkillConditioned(gym.Wrapper):
                 raise ValueError(f"options['skill'] must have shape ({self.skill_dim},), got {skill.shape}")
             self.skill = skill
         else:
-            self.skill = sample_skills(self.np_random, 1, self.skill_dim, self.discrete)[0]
+            self.skill = sample_skills(self.np_random, 1, self.skill_dim, self.discrete, self.skill_prior)[0]
         return self._with_skill(obs), {**info, "skill": self.skill}
 
     def step(self, action: np.ndarray):

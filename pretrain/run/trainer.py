@@ -67,8 +67,10 @@ def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
 
 def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> VecEnv:
     """``n_envs`` skill-conditioned copies in one process (subprocesses are slower on 2 cores)."""
+    prior = skill_learner(config)[0].skill_prior  # the algorithm's prior of continuous skills
+
     def conditioned() -> gym.Env:
-        return SkillConditioned(make(), config.skill_dim, config.discrete_skills)
+        return SkillConditioned(make(), config.skill_dim, config.discrete_skills, prior)
 
     return NoCopyDummyVecEnv([conditioned] * config.n_envs)
 

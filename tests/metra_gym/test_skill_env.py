@@ -1,3 +1,6 @@
+import json
+import shutil
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -192,3 +195,43 @@ def test_an_unknown_render_mode_is_refused_not_warned_about():
     with pytest.raises(ValueError, match=r"render_mode must be None or one of \['human', 'rgb_array', "
                                          r"'depth_array'.*got 'banana'"):
         gym.make("metra/AntSkills-v0", render_mode="banana")
+
+
+def _ant_with_prior(tmp_path, prior):
+    """The bundled Ant checkpoint relabelled as skills of another prior (config.json only)."""
+    from metra_gym.skill_checkpoint.hub import resolve_checkpoint
+
+    folder = tmp_path / prior
+    shutil.copytree(resolve_checkpoint("ant"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "skill_prior": prior, "format_version": 4}))
+    return folder
+
+
+def test_gaussian_skills_are_run_as_given_not_projected(tmp_path):
+    """DIAYN and DADS skills are N(0, I) draws: the action is the skill itself (its length matters), in a box of
+    three standard deviations."""
+    folder = _ant_with_prior(tmp_path, "gaussian")
+    env = SkillEnv("metra/Ant-v0", checkpoint=folder, skill_steps=5)
+    assert env.action_space == gym.spaces.Box(-3, 3, (2,), np.float32)
+    obs, _ = env.reset(seed=3)
+    inner = gym.make("metra/Ant-v0", max_episode_steps=-1)
+    low_obs, _ = inner.reset(seed=3)
+    z = np.array([2.5, -0.5], dtype=np.float32)
+    for _ in range(5):
+        low_obs, *_ = inner.step(env.policy.act(low_obs, z))
+    obs, _, _, _, info = env.step(z)
+    np.testing.assert_array_equal(info["skill"], z)
+    np.testing.assert_allclose(obs, low_obs, rtol=1e-5)
+    assert np.isfinite(env.step(np.array([7.0, 0.0], np.float32))[0]).all()  # beyond the box: run as given
+    check_env(env, skip_render_check=True)
+
+
+def test_uniform_skills_live_in_the_unit_cube(tmp_path):
+    env = SkillEnv("metra/Ant-v0", checkpoint=_ant_with_prior(tmp_path, "uniform"), skill_steps=2)
+    assert env.action_space == gym.spaces.Box(0, 1, (2,), np.float32)
+    env.reset(seed=0)
+    np.testing.assert_array_equal(env.step(np.array([0.25, 1.0], np.float32))[4]["skill"], [0.25, 1.0])
+    with pytest.raises(ValueError, match=r"skills of this checkpoint are uniform draws in \[0, 1\]\^D: every entry of "
+                                         r"a skill action must lie in \[0.0, 1.0\], got \[-0.5, 0.5\]"):
+        env.step(np.array([-0.5, 0.5], np.float32))

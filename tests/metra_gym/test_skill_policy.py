@@ -1,3 +1,4 @@
+import json
 import shutil
 import subprocess
 import sys
@@ -219,3 +220,29 @@ def test_a_revision_of_a_bundled_name_or_a_folder_is_refused_not_ignored(tmp_pat
     folder = resolve_checkpoint("ant")
     with pytest.raises(CheckpointError, match="is a local folder, which has no revisions"):
         SkillPolicy.from_pretrained(folder, revision="v9")
+
+
+def _with_prior(tmp_path, prior):
+    """The bundled Ant checkpoint relabelled as skills of another prior (config.json only: the weights' hash holds)."""
+    folder = _broken_copy(tmp_path, f"prior-{prior}")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "skill_prior": prior, "format_version": 4}))
+    return folder
+
+
+def test_act_takes_the_skills_of_the_checkpoints_prior(tmp_path, ant):
+    """DIAYN and DADS skills are N(0, I) draws: any finite vector, its length included, reaches the actor; CIC's are
+    uniform in [0, 1]^D. Checkpoints without skill_prior are unit vectors (METRA, LSD)."""
+    obs = np.zeros(29, dtype=np.float32)
+    assert ant.skill_prior == "unit"
+    gaussian = SkillPolicy.from_pretrained(_with_prior(tmp_path, "gaussian"))
+    assert gaussian.skill_prior == "gaussian"
+    long, unit = gaussian.act(obs, [3.0, 4.0]), gaussian.act(obs, [0.6, 0.8])
+    assert not np.allclose(long, unit)  # not normalised on the way
+    uniform = SkillPolicy.from_pretrained(_with_prior(tmp_path, "uniform"))
+    assert uniform.act(obs, [0.2, 0.9]).shape == (8,)
+    with pytest.raises(ValueError, match=r"skills of this checkpoint lie in \[0, 1\]\^D \(uniform prior\); row\(s\) "
+                                         r"\[1\] have entries outside it"):
+        uniform.act(np.zeros((2, 29)), [[0.2, 0.9], [1.5, 0.0]])
+    with pytest.raises(CheckpointError, match=r"'skill_prior' must be one of \['unit', 'gaussian', 'uniform'\]"):
+        SkillPolicy.from_pretrained(_with_prior(tmp_path, "laplace"))

@@ -25,6 +25,11 @@ def _run(args, capsys):
     (["--set", "algo=cic", "--set", "cic_knn_k=300"], "cic_knn_k (300) must be <= batch_size (256)"),
     (["--set", "algo=cic", "--set", "cic_temperature=0"], "cic_temperature must be a finite number in (0, inf), got 0.0"),
     (["--set", "algo=cic", "--set", "cic_knn_clip=-1"], "cic_knn_clip must be a finite number in [0, inf), got -1.0"),
+    (["--set", "algo=cic", "--set", "cic_knn_query=obs"],
+     "cic_knn_query must be one of next_state, state (k-NN distances from g(s'), as in URLB, or from g(s), as in the "
+     "CSF fork), got 'obs'"),
+    (["--set", "algo=dads", "--set", "cic_knn_query=state"],
+     "config key 'cic_knn_query' is an option of algo cic, but algo is 'dads'"),
     (["--set", "algo=diayn", "--set", "diayn_learn_std=maybe"], "'diayn_learn_std' must be bool"),
 ])
 def test_a_bad_algorithm_choice_is_one_clear_error_and_writes_nothing(tmp_path, capsys, args, message):
@@ -52,7 +57,16 @@ def test_a_bundled_metra_config_runs_any_algorithm_with_that_algorithms_defaults
         assert config.algo == algo
         assert all(getattr(config, key) == getattr(defaults, key) for key in ALGORITHM_KEYS["metra"])
     assert load_config("point_mass").dual_learning_rate == 0.001  # ... which METRA itself still reads
-    assert load_config("point_mass", ["algo=cic", "cic_knn_k=16"]).cic_knn_k == 16
+    assert load_config("point_mass", ["algo=cic", "cic_knn_k=12"]).cic_knn_k == 12
+
+
+@pytest.mark.parametrize("name", ["ant", "half_cheetah", "point_mass"])
+def test_a_config_switched_to_cic_takes_its_papers_skill_space_unless_the_overrides_give_one(name):
+    """The bundled files set METRA's skill space; CIC's own is 64 continuous skills (URLB)."""
+    config = load_config(name, ["algo=cic"])
+    assert (config.skill_dim, config.discrete_skills) == (64, False)
+    assert load_config(name, ["algo=cic", "skill_dim=2"]).skill_dim == 2
+    assert load_config(name, ["algo=diayn"]).skill_dim == load_config(name).skill_dim  # DIAYN: the file's
 
 
 def test_a_saved_config_of_every_algorithm_builds_again():

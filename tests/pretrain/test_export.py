@@ -158,9 +158,19 @@ def test_baselines_export_and_load_in_the_runtime(tmp_path, capsys, algo):
     assert policy.algorithm == algo and policy.act(np.zeros(2), np.array([1.0, 0.0])).shape == (2,)
     card = (tmp_path / "ckpt" / "README.md").read_text()
     assert f"# {algo.upper()} skills" in card
+    written = json.loads((tmp_path / "ckpt" / "config.json").read_text())
     if algo == "lsd":
+        assert "skill_prior" not in written and written["format_version"] == 2  # unit vectors: readable since 2
         assert policy.goal_skill(np.zeros(2), np.ones(2)).shape == (2,)
         return
+    # DIAYN's skills are N(0, I) draws: recorded (format 4, so that older readers refuse to project them), taken
+    # as given by the runtime, and the held-out evaluation draws them from that prior
+    assert written["skill_prior"] == "gaussian" and written["format_version"] == 4
+    assert policy.skill_prior == "gaussian" and policy.act(np.zeros(2), np.array([3.0, -4.0])).shape == (2,)
+    assert "Skills: 2 continuous (N(0, I) draws)" in card
+    assert main(["evaluate", str(tmp_path / "ckpt"), "--skills", "8", "--out", str(tmp_path / "eval")]) == 0
+    skills = [row["skill"] for row in json.loads((tmp_path / "eval" / "coverage.json").read_text())["final_positions"]]
+    assert np.linalg.norm(skills, axis=1).std() > 0.2
     with pytest.raises(CheckpointError, match="DIAYN skills, which have no state representation phi"):
         policy.goal_skill(np.zeros(2), np.ones(2))
     capsys.readouterr()

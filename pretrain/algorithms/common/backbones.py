@@ -70,7 +70,7 @@ class SkillDiscoveryMixin:
     :param policy: the policy class or alias.
     :param env: a (vectorised) environment whose observation is ``[obs, z]``.
     :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param discrete_skills: one-hot skills instead of continuous ones of the learner's prior (``skill_prior``).
     :param skill_learner_class: the algorithm's :class:`SkillLearner`.
     :param skill_learner_kwargs: its hyperparameters.
     :param timeout_done: store the last transition of a time-limited episode as terminal (no bootstrap), as the
@@ -137,6 +137,7 @@ class SkillDiscoveryMixin:
             raise ValueError("give skill_learner_class (e.g. pretrain.algorithms.metra.METRALearner)")
         if self.target_entropy == AUTO_HALF:
             self.target_entropy = -float(np.prod(self.action_space.shape)) / 2.0
+        self._check_skill_prior()
         super()._setup_model()
         self.skill_learner = self.skill_learner_class(self.obs_dim, self.skill_dim, self.discrete_skills,
                                                       **self.skill_learner_kwargs).to(self.device)
@@ -148,6 +149,21 @@ class SkillDiscoveryMixin:
         if self.ent_coef_optimizer is not None and self.alpha_learning_rate is not None:
             for group in self.ent_coef_optimizer.param_groups:
                 group["lr"] = self.alpha_learning_rate
+
+    def _check_skill_prior(self) -> None:
+        """Refuse environments that draw continuous skills from another prior than the algorithm's (e.g. unit vectors
+        for DIAYN): the learner would be trained on skills its objective does not assume."""
+        if self.env is None or self.discrete_skills:
+            return
+        try:
+            priors = set(self.env.get_attr("skill_prior"))
+        except AttributeError:  # not pretrain.run.env_wrappers.SkillConditioned: the caller draws the skills
+            return
+        expected = self.skill_learner_class.skill_prior
+        if priors != {expected}:
+            raise ValueError(f"{self.skill_learner_class.__name__} trains on {expected} skills, but the environment "
+                             f"draws {', '.join(sorted(priors))} ones; wrap it in SkillConditioned(env, skill_dim, "
+                             f"discrete, prior={expected!r})")
 
     def _update_learning_rate(self, optimizers) -> None:
         if self.alpha_learning_rate is not None:  # alpha keeps its own constant rate
@@ -181,7 +197,7 @@ class SkillDiscoveryMixin:
         """The learner's gradient step on a minibatch, then its reward for the minibatch with the updated networks."""
         obs, z = self.split(batch.observations)
         next_obs, _ = self.split(batch.next_observations)
-        stats = self.skill_learner.update(obs, next_obs, z)
+        stats = self.skill_learner.update(obs, next_obs, z, dones=batch.dones)
         reward = self.skill_learner.reward(obs, next_obs, z)
         return reward, {**stats, "skill/intrinsic_reward": reward.mean()}
 

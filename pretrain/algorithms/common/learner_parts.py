@@ -15,6 +15,7 @@ import torch as th
 from torch import nn
 
 from metra_gym.networks import mlp
+from metra_gym.skill_priors import UNIFORM, UNIT, check_prior
 
 LOG_2PI = math.log(2 * math.pi)
 
@@ -60,13 +61,17 @@ class GaussianMLP(nn.Module):
         return gaussian_log_prob(target, mean, log_std)
 
 
-def sample_prior_skills(n: int, skill_dim: int, discrete: bool, device: th.device | str = "cpu") -> th.Tensor:
-    """``n`` skills from the prior of :mod:`pretrain.algorithms.common.skills` (uniform one-hots, or unit vectors
-    in the direction of N(0, I) draws), drawn with torch's global generator so that a resumed run repeats them."""
+def sample_prior_skills(n: int, skill_dim: int, discrete: bool, prior: str, device: th.device | str = "cpu"
+                        ) -> th.Tensor:
+    """``n`` skills from a prior of :mod:`metra_gym.skill_priors` (uniform one-hots; unit vectors, N(0, I) or
+    U[0, 1]^D), drawn in torch with its global generator so that a resumed run repeats them."""
     if discrete:
         return th.eye(skill_dim, device=device)[th.randint(skill_dim, (n,), device=device)]
+    check_prior(prior)
+    if prior == UNIFORM:
+        return th.rand(n, skill_dim, device=device)
     z = th.randn(n, skill_dim, device=device)
-    return z / z.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    return z / z.norm(dim=1, keepdim=True).clamp(min=1e-12) if prior == UNIT else z
 
 
 def follow_learning_rate(optimizers: Sequence[th.optim.Optimizer], learning_rate: float) -> None:

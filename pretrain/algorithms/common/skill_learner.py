@@ -12,22 +12,29 @@ from typing import Any, ClassVar
 import torch as th
 from torch import nn
 
+from metra_gym.skill_priors import UNIT
+from pretrain.algorithms.common.learner_parts import sample_prior_skills
+
 
 class SkillLearner(nn.Module):
     """Base class: what a backbone needs from a skill-discovery algorithm.
 
     Subclasses build their networks and optimisers in ``__init__``, name the optimisers in ``optimizer_names``
-    (so that they are saved and resumed with the model) and implement :meth:`update` and :meth:`reward`.
+    (so that they are saved and resumed with the model), name the prior of their continuous skills in
+    ``skill_prior`` (the one place that says it: the training environment, the evaluation and the exported checkpoint
+    read it from here) and implement :meth:`update` and :meth:`reward`.
     Returned statistics are logged under their keys as given (e.g. ``"metra/lambda"``): adding a logged quantity
     touches only the line that computes it.
 
     :param obs_dim: size of the (normalised) observation, without the skill.
     :param skill_dim: size of the skill z.
-    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param discrete_skills: one-hot skills instead of continuous ones of :attr:`skill_prior`.
     :param optimizer_kwargs: extra keyword arguments of every Adam optimiser (e.g. ``{"fused": True}``).
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ()
+    # The prior p(z) of continuous skills, a name of metra_gym.skill_priors (discrete skills: uniform one-hots).
+    skill_prior: ClassVar[str] = UNIT
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool,
                  optimizer_kwargs: dict[str, Any] | None = None) -> None:
@@ -42,8 +49,17 @@ class SkillLearner(nn.Module):
             return z
         return (z - z.mean(dim=1, keepdim=True)) * (self.skill_dim / (self.skill_dim - 1))
 
-    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
-        """One gradient step of the learner's own networks on a minibatch; returns scalars to log."""
+    def sample_skills(self, n: int, device: th.device | str = "cpu") -> th.Tensor:
+        """``n`` skills from this algorithm's prior (torch's global generator), shape (n, skill_dim)."""
+        return sample_prior_skills(n, self.skill_dim, self.discrete_skills, self.skill_prior, device)
+
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
+               dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
+        """One gradient step of the learner's own networks on a minibatch; returns scalars to log.
+
+        :param dones: shape (batch, 1), 1 for the transitions stored as terminal (with ``timeout_done`` the last one
+            of every episode); None: none is. Only DADS reads it (its reference masks them out of its loss).
+        """
         raise NotImplementedError
 
     def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:

@@ -2,29 +2,42 @@
 https://arxiv.org/abs/1907.01657) on Stable-Baselines3, off-policy.
 
 Reference code: https://github.com/seohongpark/METRA, ``iod/dads.py`` (the DADS baseline of the METRA paper, itself
-following https://github.com/google-research/dads). A skill-dynamics model q(s' - s | s, z) is trained by maximum
-likelihood on replay transitions, and the skill policy is rewarded with a contrastive estimate of I(s'; z | s):
+following https://github.com/google-research/dads), trained there with ``--algo dads --inner 0 --unit_length 0
+--dual_reg 0``. A skill-dynamics model q(s' - s | s, z) is trained by maximum likelihood on replay transitions,
+and the skill policy is rewarded with a contrastive estimate of I(s'; z | s):
 
     r = log q(s' | s, z) - log (1/(L+1)) (q(s' | s, z) + sum_{i=1..L} q(s' | s, z_i)),   z_i ~ p(z)
       = log(L+1) - log(1 + sum_i exp(log q(s' | s, z_i) - log q(s' | s, z)))
 
-Design choices, as in the official METRA baseline unless said otherwise:
+As in the official METRA baseline:
 
+- Continuous skills are N(0, I) draws, not unit vectors (``--unit_length 0``; :attr:`DADSLearner.skill_prior`), and
+  the L alternative skills z_i come from that same prior, drawn afresh for every minibatch; discrete skills and
+  their alternatives are uniform one-hots.
 - q is a Gaussian with a fixed unit variance (``--sd_const_std 1``) whose mean, an MLP of [s, z], predicts the
   normalised state change s' - s; no mixture of experts.
 - Batch normalisation without affine parameters (momentum 0.01) of the input s and of the target s' - s
-  (``--sd_batch_norm 1``): batch statistics in the model's gradient step (which also updates the running ones),
-  running statistics in the reward.
+  (``--sd_batch_norm 1``): batch statistics in the model's gradient step (which also updates the running ones,
+  over the whole minibatch), running statistics in the reward.
+- The model's loss leaves out the transitions stored as terminal (``dones``; with ``timeout_done`` the last one of
+  every episode): the mean log-likelihood is taken over the others only.
 - The sum includes the transition's own skill (L+1 terms, as in both official codes; the DADS paper writes L), and
   the log-ratios are clipped to [-50, 50], so r lies in [log(L+1) - log(1 + L e^50), log(L+1)].
 - Off-policy without the paper's importance weights (the official off-policy ports leave them out too): every
-  replayed transition counts once, in the model loss and in the reward.
-- Differences: the L alternative skills come from this package's prior (unit vectors or one-hots); the official
-  METRA port draws continuous ones from N(0, I) whatever the policy's prior. The official loss also leaves out the
-  transitions stored as terminal; the learner interface has no done flags, so all transitions count (with
-  ``timeout_done`` those are time-limit ends whose s' is a real next state).
+  replayed transition counts once in the reward.
 
-Hyperparameters: the METRA paper's settings for its baselines (Adam lr 1e-4, 2 x 1024 ReLU networks), L = 100.
+Settings. The backbone (SAC, its learning rates, widths, batch, buffer, schedule) is the run's, shared by every
+method; the model takes the width of phi (``phi_width``, else ``net_width``) and the networks' learning rate. DADS's
+own values, from the reference:
+
+| value | here (config key) | reference |
+|---|---|---|
+| skill prior, and the alternative skills' | N(0, I) | ``--unit_length 0`` |
+| alternative skills L | 100 (``dads_alt_skills``) | ``--num_alt_samples 100`` |
+| batch normalisation | on (``dads_batch_norm``) | ``--sd_batch_norm 1`` |
+| std of the model | fixed 1 | ``--sd_const_std 1`` |
+| terminal transitions | left out of the model's loss | ``_update_loss_sd`` |
+
 DADS has no state representation for zero-shot goal reaching (its model plans in state space), so it has no ``phi``.
 """
 
@@ -37,7 +50,8 @@ import torch as th
 from stable_baselines3.common.type_aliases import GymEnv
 from torch import nn
 
-from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate, sample_prior_skills
+from metra_gym.skill_priors import GAUSSIAN
+from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate
 from pretrain.algorithms.common.paper_sac import PaperSkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
@@ -49,7 +63,7 @@ class DADSLearner(SkillLearner):
 
     :param obs_dim: size of the (normalised) observation, and of the modelled state change.
     :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills instead of unit vectors (only the alternative skills' prior differs).
+    :param discrete_skills: one-hot skills instead of N(0, I) draws (the alternative skills too).
     :param dynamics_net_arch: hidden widths of the model's mean network (ReLU).
     :param dynamics_learning_rate: Adam learning rate of the model.
     :param alt_skills: L, the number of alternative skills per transition in the reward's denominator.
@@ -58,6 +72,7 @@ class DADSLearner(SkillLearner):
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ("dynamics_optimizer",)
+    skill_prior: ClassVar[str] = GAUSSIAN
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, dynamics_net_arch: list[int] | None = None,
                  dynamics_learning_rate: float = 1e-4, alt_skills: int = 100, batch_norm: bool = True,
@@ -88,14 +103,17 @@ class DADSLearner(SkillLearner):
         return self.dynamics.log_prob(th.cat([x, z], dim=1), target)
 
     def sample_alt_skills(self, n: int, device: th.device) -> th.Tensor:
-        """``n`` alternative skills from the prior."""
-        return sample_prior_skills(n, self.skill_dim, self.discrete_skills, device)
+        """``n`` alternative skills from the policy's own prior (:attr:`skill_prior`)."""
+        return self.sample_skills(n, device)
 
-    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
-        # Maximum likelihood of the observed state change under the transition's own skill.
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
+               dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
+        # Maximum likelihood of the observed state change under the transition's own skill, over the transitions
+        # not stored as terminal (the batch statistics of the normalisation still see all of them, as officially).
         x, target = self.normalised(obs, next_obs, training=True)
         log_q = self.log_prob(x, target, z)
-        loss = -log_q.mean()
+        kept = th.ones_like(log_q) if dones is None else 1.0 - dones.reshape(-1).to(log_q.dtype)
+        loss = -(log_q * kept).sum() / (kept.sum() + 1e-12)
         self.dynamics_optimizer.zero_grad()
         loss.backward()
         self.dynamics_optimizer.step()
@@ -121,12 +139,13 @@ class DADSLearner(SkillLearner):
 
 
 class DADS(PaperSkillSAC):
-    """DADS on SAC (off-policy), with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4).
+    """DADS on SAC (off-policy), with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4) and
+    DADS's own values (module docstring).
 
     :param policy: "MlpPolicy" or a policy class.
     :param env: a (vectorised) environment whose observation is ``[obs, z]``.
     :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param discrete_skills: one-hot skills instead of N(0, I) draws.
     :param dynamics_net_arch: hidden widths of the skill-dynamics model.
     :param dynamics_learning_rate: Adam learning rate of the model.
     :param alt_skills: L, alternative skills per transition in the reward (paper: 100).

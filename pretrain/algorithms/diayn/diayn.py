@@ -1,34 +1,49 @@
 """DIAYN, Diversity is All You Need (Eysenbach, Gupta, Ibarz, Levine, ICLR 2019, https://arxiv.org/abs/1802.06070)
 on Stable-Baselines3.
 
-Reference code: https://github.com/seohongpark/METRA, ``iod/metra.py`` with ``--inner 0 --dual_reg 0`` (the
-DIAYN baseline of the METRA paper): a discriminator q(z | s') on the *next* state, trained by maximum likelihood on
-replay transitions, and the reward
+Reference code: https://github.com/seohongpark/METRA, ``iod/metra.py`` with ``--inner 0 --unit_length 0
+--dual_reg 0`` (the DIAYN baseline of the METRA paper): a discriminator q(z | s') on the *next* state, trained by
+maximum likelihood on replay transitions, and the reward
 
-    r = log q(z | s') - log p(z)
+    r = log q(z | s')
 
-- discrete skills: q is categorical (softmax over D logits) and p(z) = 1/D, so r = log softmax(logits)_z + log D
-  (0 at chance level; the official code leaves out the constant log D);
-- continuous skills: q(z | s') = N(z; mu(s'), diag sigma(s')^2) with mu and log sigma two separate MLPs (sigma
-  initially 1, at least 1e-6; the official ``GaussianMLPIndependentStdModuleEx``), or a fixed sigma = 1 with
-  ``learn_std=False``. METRA's prior is uniform on the unit sphere, whose density is a constant: as in the official
-  code, r = log q(z | s') and the constant is left out.
+- continuous skills are N(0, I) draws, not unit vectors (``--unit_length 0``; :attr:`DIAYNLearner.skill_prior`), and
+  q(z | s') = N(z; mu(s'), diag sigma(s')^2) with mu and log sigma two separate MLPs (sigma initially 1, at least
+  1e-6; the official ``GaussianMLPIndependentStdModuleEx``), or a fixed sigma = 1 with ``learn_std=False``;
+- discrete skills: q is categorical (softmax over D logits), so r = log softmax(logits)_z, the negative
+  cross-entropy, as in the reference.
+
+The paper's reward is log q(z | s') - log p(z); the reference leaves out the - log p(z) term, and so does this port.
+That term does not depend on the state or the action, only on the episode's skill, which is fixed for the whole
+episode (and is part of the policy's input): it shifts every reward of an episode by the same amount and cannot
+change which actions are best for a skill (episodes end only at the time limit). For one-hots it is the constant
+log D (with it the reward would be 0 at chance level; without it, -log D).
 
 Per minibatch: :meth:`DIAYNLearner.update` (one discriminator step), :meth:`DIAYNLearner.reward` (relabel with the
-updated discriminator), then the backbone's RL step. Hyperparameters: the METRA paper's settings for its baselines
-(Adam lr 1e-4, 2 x 1024 ReLU networks). DIAYN has no state representation for zero-shot goal reaching, so it has
-no ``phi``.
+updated discriminator), then the backbone's RL step.
+
+Settings. The backbone (SAC, its learning rates, widths, batch, buffer, schedule) is the run's, shared by every
+method; the discriminator takes the width of phi (``phi_width``, else ``net_width``) and the networks' learning
+rate. DIAYN's own values, from the reference:
+
+| value | here (config key) | reference |
+|---|---|---|
+| skill prior | N(0, I) | ``--unit_length 0`` |
+| std of q | learned (``diayn_learn_std``) | ``GaussianMLPIndependentStdModuleEx`` |
+| reward | log q(z given s') | ``_update_rewards`` with ``--inner 0`` |
+
+DIAYN has no state representation for zero-shot goal reaching, so it has no ``phi``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import torch as th
 import torch.nn.functional as F
 from stable_baselines3.common.type_aliases import GymEnv
 
+from metra_gym.skill_priors import GAUSSIAN
 from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate
 from pretrain.algorithms.common.paper_sac import PaperSkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
@@ -39,7 +54,7 @@ class DIAYNLearner(SkillLearner):
 
     :param obs_dim: size of the (normalised) observation.
     :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills (categorical q) instead of unit vectors (Gaussian q).
+    :param discrete_skills: one-hot skills (categorical q) instead of N(0, I) draws (Gaussian q).
     :param discriminator_net_arch: hidden widths of the discriminator (ReLU), of its std network too.
     :param discriminator_learning_rate: Adam learning rate of the discriminator.
     :param learn_std: continuous skills: a state-dependent std network (official) instead of a fixed std of 1.
@@ -47,6 +62,7 @@ class DIAYNLearner(SkillLearner):
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ("discriminator_optimizer",)
+    skill_prior: ClassVar[str] = GAUSSIAN
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool,
                  discriminator_net_arch: list[int] | None = None, discriminator_learning_rate: float = 1e-4,
@@ -65,11 +81,8 @@ class DIAYNLearner(SkillLearner):
             return -F.cross_entropy(logits, z.argmax(dim=1), reduction="none")
         return self.discriminator.log_prob(next_obs, z)
 
-    def log_prior(self) -> float:
-        """log p(z) as it enters the reward: -log D for one-hots; 0 (a dropped constant) on the unit sphere."""
-        return -math.log(self.skill_dim) if self.discrete_skills else 0.0
-
-    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
+               dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
         # Maximum likelihood of the skill that produced each replayed transition.
         log_q = self.log_likelihood(next_obs, z)
         loss = -log_q.mean()
@@ -83,8 +96,8 @@ class DIAYNLearner(SkillLearner):
 
     @th.no_grad()
     def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
-        """r = log q(z | s') - log p(z) with the current discriminator, shape (batch, 1)."""
-        return (self.log_likelihood(next_obs, z) - self.log_prior()).unsqueeze(1)
+        """r = log q(z | s') with the current discriminator, shape (batch, 1) (no - log p(z): module docstring)."""
+        return self.log_likelihood(next_obs, z).unsqueeze(1)
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """The discriminator follows the networks' learning rate."""
@@ -92,12 +105,13 @@ class DIAYNLearner(SkillLearner):
 
 
 class DIAYN(PaperSkillSAC):
-    """DIAYN on SAC, with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4).
+    """DIAYN on SAC, with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4) and DIAYN's own
+    values (module docstring).
 
     :param policy: "MlpPolicy" or a policy class.
     :param env: a (vectorised) environment whose observation is ``[obs, z]``.
     :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills instead of unit vectors.
+    :param discrete_skills: one-hot skills instead of N(0, I) draws.
     :param discriminator_net_arch: hidden widths of the discriminator.
     :param discriminator_learning_rate: Adam learning rate of the discriminator.
     :param learn_std: continuous skills: learn a state-dependent std of q(z | s').

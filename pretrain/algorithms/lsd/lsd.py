@@ -22,6 +22,16 @@ after normalisation only the weights' directions matter.
 Zero-shot goal reaching is defined as for METRA: ``z = (phi(g) - phi(s)) / ||.||``. :attr:`LSDLearner.phi` gives
 phi as a plain :class:`metra_gym.networks.PhiNetwork` with the effective weights W / sigma(W), which is what
 ``metra-pretrain export`` writes and :class:`metra_gym.SkillPolicy` loads.
+
+Settings. The backbone (SAC, its learning rates, widths, batch, buffer, schedule) is the run's, shared by every
+method; phi takes ``phi_width`` (else ``net_width``) and the networks' learning rate. LSD's own values, from the
+METRA repository's LSD command:
+
+| value | here | reference |
+|---|---|---|
+| skill prior | unit vectors (N(0, I) normalised) | ``--unit_length 1`` (the default) |
+| Lipschitz constraint | spectral normalisation, 1 power iteration per forward pass | ``--spectral_normalization 1`` |
+| dual term | none | ``--dual_reg 0`` |
 """
 
 from __future__ import annotations
@@ -103,7 +113,8 @@ class LSDLearner(SkillLearner):
         phi_s, phi_next = self.lipschitz_phi(th.cat([obs, next_obs])).chunk(2)
         return phi_next - phi_s
 
-    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
+               dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
         # phi ascends E[(phi(s') - phi(s))^T z]; spectral normalisation keeps every step ||.|| <= ||s' - s||.
         delta = self.phi_step(obs, next_obs)
         phi_loss = -(delta * self.reward_skill(z)).sum(dim=1).mean()

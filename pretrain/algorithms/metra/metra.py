@@ -7,6 +7,17 @@ the intrinsic reward (phi(s') - phi(s))^T z, recomputed with the current phi for
 Algorithm 1 of the paper, per minibatch: :meth:`METRALearner.update` (phi step, lambda step), then
 :meth:`METRALearner.reward` (relabel with the updated phi), then the backbone's RL step
 (:meth:`pretrain.algorithms.common.backbones.SkillSAC._sac_step`: critics, actor, alpha, target).
+
+Settings. The backbone (SAC, its learning rates, widths, batch, buffer, schedule) is the run's, shared by every
+method; phi takes ``phi_width`` (else ``net_width``) and the networks' learning rate. METRA's own values, from the
+reference (``tests/main.py`` defaults):
+
+| value | here (config key) | reference |
+|---|---|---|
+| skill prior | unit vectors (N(0, I) normalised) | ``--unit_length 1`` |
+| eps of the relaxed constraint | 1e-3 (``dual_slack``) | ``--dual_slack 1e-3`` |
+| initial lambda | 30 (``dual_lam_init``) | ``--dual_lam 30`` |
+| learning rate of log lambda | 1e-4 (``dual_learning_rate``) | ``--dual_lr`` (the common 1e-4) |
 """
 
 from __future__ import annotations
@@ -25,7 +36,8 @@ from pretrain.algorithms.common.skill_learner import SkillLearner
 
 
 class METRALearner(SkillLearner):
-    """phi and the multiplier lambda of METRA's constraint.
+    """phi and the multiplier lambda of METRA's constraint. Continuous skills are unit vectors (the default
+    :attr:`skill_prior`).
 
     :param obs_dim: size of the (normalised) observation; phi never sees the skill.
     :param skill_dim: D, the size of z and of phi's output.
@@ -65,7 +77,8 @@ class METRALearner(SkillLearner):
         """``min(eps, 1 - mean_d (phi(s')-phi(s))_d^2)``, as coded officially (so ||delta||^2 <= D)."""
         return th.clamp(1.0 - delta.pow(2).mean(dim=1), max=self.dual_slack)
 
-    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> dict[str, th.Tensor]:
+    def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
+               dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
         # 1. phi ascends the Lagrangian  E[(phi(s')-phi(s))^T z + lambda * penalty].
         delta = self.phi_step(obs, next_obs)
         phi_reward = (delta * self.reward_skill(z)).sum(dim=1)

@@ -1,5 +1,5 @@
-"""CIC: the k-NN entropy reward and its running statistics, the contrastive step, save/load, exact resume, and
-learning on the point mass."""
+"""CIC (URLB's): the k-NN entropy reward and its running statistics, the contrastive loss with the positive out of
+the denominator and its step, 64 skills uniform in [0, 1], save/load, exact resume, and learning on the point mass."""
 
 import math
 
@@ -66,9 +66,36 @@ def test_contrastive_logits_compare_every_skill_with_every_transition():
     logits = learner.contrastive_logits(th.zeros(2, 2), next_obs, z)
     th.testing.assert_close(logits, th.tensor([[2.0, 0.0], [1.2, 1.6]]))
     loss = learner.contrastive_loss(th.zeros(2, 2), next_obs, z)
-    expected = (F.cross_entropy(th.tensor([[2.0, 0.0]]), th.tensor([0]))
-                + F.cross_entropy(th.tensor([[1.2, 1.6]]), th.tensor([1]))) / 2
-    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    # The references' formula: -log(e^l_ii / (max(sum_j e^l_ij - e^(1/T), 1e-6) + 1e-6)); 1/T = 2
+    rows = [(2.0, [2.0, 0.0]), (1.6, [1.2, 1.6])]
+    expected = np.mean([math.log(max(sum(math.exp(v) for v in row) - math.exp(2.0), 1e-6) + 1e-6) - positive
+                        for positive, row in rows])
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+    # ... not the usual cross-entropy, whose denominator keeps the positive
+    usual = (F.cross_entropy(logits, th.arange(2))).item()
+    assert abs(loss.item() - usual) > 1.0
+
+
+def test_the_contrastive_loss_stays_finite_at_a_small_temperature():
+    learner = _learner(temperature=0.01)  # e^(1/T) = e^100 overflows float32
+    obs, next_obs, z = skill_step_batch(1.0, n=32)
+    loss = learner.contrastive_loss(obs, next_obs, z)
+    assert th.isfinite(loss)
+    loss.backward()
+    assert all(th.isfinite(p.grad).all() for p in learner.parameters() if p.grad is not None)
+
+
+def test_knn_distances_are_from_the_next_states_or_with_the_csf_fork_from_the_states():
+    learner = _learner(knn_k=2, knn_clip=0.0)
+    learner.state_net = nn.Identity()
+    obs = th.tensor([[0.0, 0.0], [10.0, 0.0]])
+    next_obs = th.tensor([[1.0, 0.0], [10.0, 2.0]])
+    # URLB: g(s'_i) to every g(s'_j): (0, sqrt(81 + 4)) for both rows
+    th.testing.assert_close(learner.knn_distances(obs, next_obs), th.tensor([[0.0, 85**0.5], [0.0, 85**0.5]]))
+    learner.knn_query = "state"  # the CSF fork: g(s_i) to every g(s'_j): (1, sqrt(100 + 4)) ; (2, 9)
+    th.testing.assert_close(learner.knn_distances(obs, next_obs), th.tensor([[1.0, 104**0.5], [2.0, 9.0]]))
+    with pytest.raises(ValueError, match="knn_query must be one of next_state, state, got 'obs'"):
+        _learner(knn_query="obs")
 
 
 def test_one_step_lowers_the_contrastive_loss_and_updates_the_statistics():
@@ -78,9 +105,9 @@ def test_one_step_lowers_the_contrastive_loss_and_updates_the_statistics():
     stats = learner.update(obs, next_obs, z)
     assert stats["cic/contrastive_loss"].item() == pytest.approx(before, rel=1e-6)
     assert learner.contrastive_loss(obs, next_obs, z).item() < before - 1e-4
-    assert learner.knn_count.item() == pytest.approx(256 * 12 + 1e-4)
+    assert learner.knn_count.item() == pytest.approx(256 * 16 + 1e-4)
     with th.no_grad():  # the statistics are those of the distances under the updated encoder
-        distances = learner.knn_distances(next_obs).double()
+        distances = learner.knn_distances(obs, next_obs).double()
     assert learner.knn_mean.item() == pytest.approx(distances.mean().item(), rel=1e-6)
 
 
@@ -90,14 +117,20 @@ def test_the_sb3_class_has_the_papers_defaults(tmp_path):
                 policy_kwargs={"net_arch": [8]})
     learner = model.skill_learner
     assert (model.learning_rate, model.learning_starts, model.gradient_steps) == (1e-4, 10_000, 50)
-    assert (learner.temperature, learner.knn_k, learner.knn_clip) == (0.5, 12, 5e-4)
+    assert (learner.temperature, learner.knn_k, learner.knn_clip, learner.knn_query) == (0.5, 16, 5e-4, "next_state")
     assert isinstance(learner.skill_net, nn.Sequential)
+    # URLB's skill space: 64 dimensions, uniform in [0, 1]^64 (a config switched to CIC takes it too)
+    assert model.skill_dim == config.skill_dim == 64 and learner.skill_prior == "uniform"
+    assert model.env.get_attr("skill_prior") == ["uniform", "uniform"]
+    skills = learner.sample_skills(10_000).numpy()
+    assert skills.min() >= 0.0 and skills.max() <= 1.0
+    np.testing.assert_allclose(skills.mean(0), 0.5, atol=0.02)
+    np.testing.assert_allclose(skills.var(0), 1 / 12, rtol=0.1)
 
 
 def test_cic_point_mass_training_visits_several_times_what_random_actions_do(tmp_path):
-    """CIC's reward is the entropy of the visited states, which shows in the training transitions' coverage. Its
-    deterministic skills are hardly told apart on the point mass (the contrastive loss stays near log 256), so
-    their policy coverage stays near a random policy's (measured 0.5-3.5x, noisy) above the untrained one's."""
+    """CIC's reward is the entropy of the visited states, which shows in the training transitions' coverage; its
+    deterministic skills (64-D, uniform in [0, 1]^64) must at least move far beyond the untrained policy."""
     config = load_config("point_mass", ["algo=cic", "epochs=30", "eval_every=30", "save_every=30",
                                         "torch_threads=1", "save_replay_buffer=false"])
     history = train(config, tmp_path / "run", verbose=0).history

@@ -1,6 +1,7 @@
-"""DADS: the contrastive reward over L alternative skills, the skill-dynamics step and its batch normalisation,
-save/load, exact resume, and learning on the point mass."""
+"""DADS: the contrastive reward over L alternative skills from the N(0, I) prior, the skill-dynamics step (terminal
+transitions left out) and its batch normalisation, save/load, exact resume, and learning on the point mass."""
 
+import copy
 import math
 
 import numpy as np
@@ -50,6 +51,44 @@ def test_reward_is_bounded_by_log_l_plus_one_and_clipped_below():
     np.testing.assert_allclose(reward.numpy(), [[math.log(5) - math.log(1 + 4 * math.exp(50))]], rtol=1e-6)
 
 
+def test_the_reward_draws_its_alternative_skills_from_the_n01_prior():
+    """The real sampler, not a replaced one. With q's mean = z and unit variance, a transition whose change d equals
+    its skill z = 0 has E_{z_i ~ N(0, I)}[q(d | z_i) / q(d | z)] = E[exp(-||z_i||^2 / 2)] = 2^(-D/2) = 1/2, so with
+    many alternatives r -> log(L+1) - log(1 + L/2), about log 2. Unit-vector alternatives have e^(-1/2) instead
+    (r about 0.50), uniform ones in [0, 1]^2 about 0.73 (r about 0.31)."""
+    th.manual_seed(0)
+    alternatives = 20_000
+    learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[8],
+                          alt_skills=alternatives, batch_norm=False)
+    learner.dynamics.mean_net = SkillAsPrediction()
+    assert learner.skill_prior == "gaussian"
+    reward = learner.reward(th.zeros(4, 2), th.zeros(4, 2), th.zeros(4, 2)).mean().item()
+    expected = math.log(alternatives + 1) - math.log(1 + alternatives / 2)
+    assert reward == pytest.approx(expected, abs=0.01)
+    alt = learner.sample_alt_skills(50_000, th.device("cpu"))
+    np.testing.assert_allclose(alt.mean(0).numpy(), 0.0, atol=0.02)
+    np.testing.assert_allclose(alt.var(0).numpy(), 1.0, rtol=0.03)
+
+
+def test_the_model_leaves_the_terminal_transitions_out_of_its_loss():
+    """A terminal transition's s' may be anything (the official code masks them): with ``dones`` the step is the
+    step on the other transitions alone, whatever the terminal ones hold."""
+    th.manual_seed(0)
+    learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[16], batch_norm=False,
+                          dynamics_learning_rate=1e-2)
+    obs, next_obs, z = skill_step_batch(1.0, n=64)
+    dones = (th.arange(64) % 4 == 3).float().unsqueeze(1)
+    kept = dones[:, 0] == 0
+    garbage = next_obs.clone()
+    garbage[~kept] += 100.0
+    masked, alone = copy.deepcopy(learner), copy.deepcopy(learner)
+    loss = masked.update(obs, garbage, z, dones=dones)["dads/dynamics_loss"]
+    expected = alone.update(obs[kept], next_obs[kept], z[kept])["dads/dynamics_loss"]
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    for a, b in zip(masked.dynamics.parameters(), alone.dynamics.parameters()):
+        th.testing.assert_close(a, b)
+
+
 def test_batch_norm_uses_batch_statistics_in_the_step_and_running_ones_in_the_reward():
     th.manual_seed(0)
     learner = DADSLearner(obs_dim=2, skill_dim=2, discrete_skills=False, dynamics_net_arch=[8], alt_skills=4)
@@ -85,6 +124,7 @@ def test_the_sb3_class_has_the_papers_defaults(tmp_path):
                  policy_kwargs={"net_arch": [8]})
     assert (model.learning_rate, model.learning_starts, model.gradient_steps) == (1e-4, 10_000, 50)
     assert model.skill_learner.alt_skills == 100 and isinstance(model.skill_learner.input_norm, nn.BatchNorm1d)
+    assert model.env.get_attr("skill_prior") == ["gaussian", "gaussian"]  # the training environment's skills
 
 
 def test_dads_point_mass_coverage_is_several_times_a_random_policy(tmp_path):

@@ -1,5 +1,5 @@
-"""DIAYN: reward log q(z|s') - log p(z), the discriminator's maximum-likelihood step, save/load, exact resume, and
-learning on the point mass."""
+"""DIAYN: reward log q(z|s') (the reference's: no - log p(z)) on N(0, I) skills, the discriminator's
+maximum-likelihood step, evaluation on the prior's skills, save/load, exact resume, and learning on the point mass."""
 
 import math
 
@@ -31,14 +31,14 @@ class Constant(nn.Module):
         return self.value.expand(len(x), -1)
 
 
-def test_discrete_reward_is_log_softmax_of_the_skill_plus_log_d():
+def test_discrete_reward_is_the_negative_cross_entropy_of_the_skill():
     learner = DIAYNLearner(obs_dim=2, skill_dim=2, discrete_skills=True, discriminator_net_arch=[8])
     learner.discriminator.mean_net = nn.Identity()  # logits = s'
     next_obs = th.tensor([[0.0, math.log(3.0)], [0.0, math.log(3.0)]])  # q = (1/4, 3/4)
     z = th.tensor([[0.0, 1.0], [1.0, 0.0]])
     reward = learner.reward(th.zeros(2, 2), next_obs, z)
-    # log(3/4) + log 2 = log 1.5 ; log(1/4) + log 2 = log 0.5
-    np.testing.assert_allclose(reward.numpy(), [[math.log(1.5)], [math.log(0.5)]], rtol=1e-6)
+    # log(3/4) ; log(1/4): the reference's -cross_entropy, without the constant log D
+    np.testing.assert_allclose(reward.numpy(), [[math.log(0.75)], [math.log(0.25)]], rtol=1e-6)
 
 
 def test_continuous_reward_is_the_gaussian_log_likelihood_of_the_skill():
@@ -81,7 +81,7 @@ def test_one_discriminator_step_raises_the_likelihood_of_the_true_skill(discrete
         z = th.eye(2)[(next_obs[:, 0] > 0).long()]
     before = learner.reward(obs, next_obs, z).mean()
     stats = learner.update(obs, next_obs, z)
-    assert stats["diayn/discriminator_loss"].item() == pytest.approx(-(before.item() + learner.log_prior()), rel=1e-5)
+    assert stats["diayn/discriminator_loss"].item() == pytest.approx(-before.item(), rel=1e-5)
     assert learner.reward(obs, next_obs, z).mean() > before + 1e-4
 
 
@@ -91,6 +91,24 @@ def test_the_sb3_class_has_the_papers_defaults(tmp_path):
                   policy_kwargs={"net_arch": [8]})
     assert (model.learning_rate, model.learning_starts, model.gradient_steps) == (1e-4, 10_000, 50)
     assert isinstance(model.skill_learner, DIAYNLearner) and model.skill_learner.discriminator.log_std_net is not None
+    assert model.env.get_attr("skill_prior") == ["gaussian", "gaussian"]  # the training environment's skills
+
+
+def test_training_evaluates_skills_drawn_from_the_n01_prior(tmp_path, monkeypatch):
+    """The coverage evaluation of a DIAYN run rolls out N(0, I) skills (the official evaluation draws from the
+    training prior), not unit vectors."""
+    evaluated = []
+    run = SkillRollouts.run
+
+    def recording_run(self, act, skills, **kwargs):
+        evaluated.append(skills)
+        return run(self, act, skills, **kwargs)
+
+    monkeypatch.setattr(SkillRollouts, "run", recording_run)
+    train(load_config("point_mass", [*TINY, "epochs=1", "eval_skills=48", "save_replay_buffer=false"]),
+          tmp_path / "run", verbose=0)
+    norms = np.linalg.norm(evaluated[-1], axis=1)
+    assert len(norms) == 48 and norms.std() > 0.3 and norms.max() > 1.5
 
 
 def test_diayn_point_mass_skills_end_where_the_discriminator_recognises_them(tmp_path):
@@ -101,7 +119,7 @@ def test_diayn_point_mass_skills_end_where_the_discriminator_recognises_them(tmp
                                         "torch_threads=1", "save_replay_buffer=false"])
     history = train(config, tmp_path / "run", verbose=0).history
     model = SkillSAC.load(tmp_path / "run" / "run_state" / "latest" / "model.zip", device="cpu")
-    skills = evaluation_skills(48, 2, discrete=False)
+    skills = evaluation_skills(48, 2, discrete=False, prior="gaussian")
     observations: list[np.ndarray] = []
     rollouts = SkillRollouts(env_factory(config), 48, config.episode_steps)
     rollouts.run(lambda obs, z: model.predict(np.concatenate([obs, z], 1), deterministic=True)[0], skills,

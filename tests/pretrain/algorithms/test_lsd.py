@@ -1,6 +1,8 @@
 """LSD: reward (phi(s') - phi(s))^T z with a spectrally normalised phi, its gradient step, export of the effective
 phi, save/load, exact resume, and learning on the point mass."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch as th
@@ -60,6 +62,24 @@ def test_one_phi_step_raises_the_reward_and_phi_stays_1_lipschitz():
         learner.update(obs, next_obs, z)
     steps = learner.phi_step(obs, next_obs).norm(dim=1)
     assert steps.max() <= 0.5 * 1.01 and learner.reward(obs, next_obs, z).mean() > 0.3
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_phi_gradient_is_that_of_the_reward_with_the_zero_centred_skill(discrete):
+    """phi's step descends -E[(phi(s') - phi(s))^T z~] through the spectral normalisation, with z~ the one-hot
+    zero-centred and scaled by D/(D-1) for discrete skills: the gradient is compared with one written out here."""
+    d = 4
+    th.manual_seed(0)
+    learner = LSDLearner(obs_dim=2, skill_dim=d, discrete_skills=discrete, phi_net_arch=[16, 16])
+    obs, next_obs, _ = skill_step_batch(step=1.0, n=64)
+    z = th.eye(d)[th.randint(d, (64,))] if discrete else th.nn.functional.normalize(th.randn(64, d), dim=1)
+    before = copy.deepcopy(learner)  # same weights and singular-vector estimates: the same power iteration
+    learner.update(obs, next_obs, z)
+    skill = (z - 1.0 / d) * d / (d - 1) if discrete else z
+    objective = (before.phi_step(obs, next_obs) * skill).sum(dim=1).mean()
+    params = list(before.lipschitz_phi.parameters())
+    for param, grad in zip(learner.lipschitz_phi.parameters(), th.autograd.grad(-objective, params)):
+        th.testing.assert_close(param.grad, grad, rtol=1e-4, atol=1e-7)
 
 
 def test_phi_exports_the_effective_weights_under_plain_keys():

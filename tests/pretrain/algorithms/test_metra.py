@@ -1,3 +1,5 @@
+import copy
+
 import numpy as np
 import pytest
 import torch as th
@@ -94,3 +96,47 @@ def test_lambda_gradient_is_the_mean_penalty_in_log_space():
     penalty = learner.constraint_penalty(learner.phi_step(obs, next_obs)).mean()
     learner.update(obs, next_obs, z)  # phi moves first; lambda's gradient uses the penalty of the same forward pass
     assert learner.log_dual_lam.grad.item() == pytest.approx(penalty.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_phi_gradient_is_that_of_the_papers_lagrangian(discrete):
+    """phi's step descends -E[(phi(s') - phi(s))^T z~ + lambda * min(eps, 1 - mean((phi(s') - phi(s))^2))], with
+    lambda itself (not log lambda), the penalty not detached, and z~ the zero-centred one-hot scaled by D/(D-1)
+    for discrete skills. The gradient is compared with one written out here, on a batch where some steps violate
+    the constraint (so the penalty's gradient is not zero)."""
+    d = 4
+    th.manual_seed(0)
+    learner = METRALearner(obs_dim=2, skill_dim=d, discrete_skills=discrete, phi_net_arch=[16, 16])
+    with th.no_grad():
+        learner.phi.net[-1].weight.mul_(30.0)
+    obs, next_obs, _ = skill_step_batch(step=1.0, n=64)
+    z = (th.eye(d)[th.randint(d, (64,))] if discrete
+         else th.nn.functional.normalize(th.randn(64, d), dim=1))
+    before = copy.deepcopy(learner)
+    learner.update(obs, next_obs, z)
+
+    delta = before.phi(next_obs) - before.phi(obs)
+    skill = (z - 1.0 / d) * d / (d - 1) if discrete else z
+    penalty = th.clamp(1.0 - delta.pow(2).mean(dim=1), max=1e-3)
+    assert (penalty < 0).any() and (penalty == 1e-3).any()  # both regimes are in the batch
+    lagrangian = ((delta * skill).sum(dim=1) + 30.0 * penalty).mean()
+    expected = th.autograd.grad(-lagrangian, list(before.phi.parameters()))
+    for name, (param, grad) in zip([n for n, _ in learner.phi.named_parameters()],
+                                   zip(learner.phi.parameters(), expected)):
+        th.testing.assert_close(param.grad, grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_a_discrete_phi_step_raises_the_zero_centred_reward():
+    """Discrete skills: one phi step on transitions along +x for skill 0 and +y for skill 1 (D = 2) raises the
+    reward, which for one-hots is the step along e_0 - e_1 or e_1 - e_0."""
+    th.manual_seed(0)
+    learner = METRALearner(obs_dim=2, skill_dim=2, discrete_skills=True, phi_net_arch=[32, 32],
+                           phi_learning_rate=1e-3)
+    rng = np.random.default_rng(0)
+    index = rng.integers(0, 2, 256)
+    obs = th.as_tensor(rng.uniform(-3, 3, (256, 2)), dtype=th.float32)
+    next_obs = obs + 0.5 * th.eye(2)[index]
+    z = th.eye(2)[index]
+    before = learner.reward(obs, next_obs, z).mean()
+    learner.update(obs, next_obs, z)
+    assert learner.reward(obs, next_obs, z).mean() > before + 1e-4

@@ -1,5 +1,3 @@
-import time
-
 import numpy as np
 import pytest
 import torch as th
@@ -97,18 +95,3 @@ def test_dict_observation_appends_the_skill_after_the_image_features():
     assert paper.features_dim == 1538
     with pytest.raises(ValueError, match="no 'pixels'"):
         PixelFeaturesExtractor(spaces.Dict({"image": space["pixels"]}))
-
-
-def test_forward_backward_timing_printed():
-    """Forward + backward of the paper's encoder at 64 x 64 (printed, not asserted)."""
-    th.manual_seed(0)
-    encoder = PixelEncoder()
-    pixels = _pixels((16, 9, 64, 64))
-    encoder(pixels).sum().backward()  # warm-up
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        encoder(pixels).sum().backward()
-        times.append(time.perf_counter() - start)
-    print(f"\nPixelEncoder 64x64x9 batch 16 forward+backward ({th.get_num_threads()} thread(s)): "
-          f"{1e3 * float(np.median(times)):.1f} ms")

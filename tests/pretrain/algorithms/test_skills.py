@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 from pretrain.algorithms.common.skills import evaluation_skills, sample_skills, validate_skill_spec
+from pretrain.run.config import ALGORITHMS, load_config
+from pretrain.run.trainer import env_factory, training_env
 
 
 def test_continuous_skills_are_unit_vectors_spread_over_the_sphere():
@@ -10,6 +12,40 @@ def test_continuous_skills_are_unit_vectors_spread_over_the_sphere():
     angles = np.arctan2(z[:, 1], z[:, 0])
     counts, _ = np.histogram(angles, bins=8, range=(-np.pi, np.pi))
     assert counts.min() > 0.9 * 20_000 / 8  # isotropic: every octant about equally likely
+
+
+def test_gaussian_skills_are_n01_draws_and_uniform_ones_fill_the_unit_cube():
+    z = sample_skills(np.random.default_rng(0), 20_000, 2, discrete=False, prior="gaussian")
+    np.testing.assert_allclose(z.mean(0), 0.0, atol=0.03)
+    np.testing.assert_allclose(np.cov(z.T), np.eye(2), atol=0.03)
+    z = sample_skills(np.random.default_rng(0), 20_000, 3, discrete=False, prior="uniform")
+    assert z.min() >= 0.0 and z.max() <= 1.0
+    np.testing.assert_allclose(z.mean(0), 0.5, atol=0.01)
+    np.testing.assert_allclose(z.var(0), 1 / 12, rtol=0.05)
+    with pytest.raises(ValueError, match="skill_prior must be one of unit, gaussian, uniform, got 'laplace'"):
+        sample_skills(np.random.default_rng(0), 1, 2, discrete=False, prior="laplace")
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_every_algorithm_trains_and_evaluates_on_its_own_prior(algo):
+    """The prior is the algorithm's (SkillLearner.skill_prior): METRA and LSD unit vectors, DIAYN and DADS N(0, I)
+    (the official --unit_length 0), CIC uniform in [0, 1]^64 (URLB); the training environments draw from it, and so
+    do the evaluation skills (seeded) and the learner's own sampler."""
+    expected = {"metra": "unit", "lsd": "unit", "diayn": "gaussian", "dads": "gaussian", "cic": "uniform"}[algo]
+    config = load_config("point_mass", [f"algo={algo}", "n_envs=64"])
+    venv = training_env(config, env_factory(config))
+    assert set(venv.get_attr("skill_prior")) == {expected}
+    skills = venv.reset()[:, 2:]
+    norms = np.linalg.norm(skills, axis=1)
+    if expected == "unit":
+        np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
+    elif expected == "gaussian":
+        assert norms.std() > 0.3 and skills.min() < 0.0
+    else:
+        assert skills.shape[1] == 64 and skills.min() >= 0.0 and skills.max() <= 1.0 and skills.mean() > 0.4
+    evaluation = evaluation_skills(48, config.skill_dim, False, seed=0, prior=expected)
+    np.testing.assert_array_equal(evaluation, sample_skills(np.random.default_rng(0), 48, config.skill_dim, False,
+                                                            expected))
 
 
 def test_discrete_skills_are_uniform_one_hots():
