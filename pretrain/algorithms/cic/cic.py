@@ -35,12 +35,12 @@ from typing import Any, ClassVar
 
 import torch as th
 import torch.nn.functional as F
-from stable_baselines3.common.type_aliases import GymEnv
 from torch import nn
 
 from metra_gym.networks import mlp
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
+from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.learner_parts import follow_learning_rate
-from pretrain.algorithms.common.paper_sac import PaperSkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 
@@ -133,28 +133,13 @@ class CICLearner(SkillLearner):
         follow_learning_rate([self.cic_optimizer], learning_rate)
 
 
-class CIC(PaperSkillSAC):
-    """CIC on SAC, with the CIC paper's learner settings and the METRA paper's SAC settings (all networks 2 x 1024,
-    Adam lr 1e-4).
+class CIC(SkillAlgorithm, SkillSAC):
+    """CIC on SAC, with the CIC paper's learner settings and the METRA paper's SAC settings (:meth:`on_backbone`
+    gives it on CrossQ or TQC).
 
-    :param policy: "MlpPolicy" or a policy class.
-    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
-    :param skill_dim: D, the size of z and of the embeddings.
-    :param discrete_skills: one-hot skills instead of unit vectors.
-    :param cic_net_arch: hidden widths of CIC's networks.
-    :param cic_learning_rate: their Adam learning rate.
-    :param temperature: T of the contrastive logits (paper: 0.5).
-    :param knn_k: neighbours of the entropy estimate (paper: 12).
-    :param knn_clip: clip of the normalised distances (paper: 0.0005).
-    :param project_skill: map z through an MLP (paper: yes).
-    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
+    The skill learner's (:class:`CICLearner`) may be given as keywords of their own: ``cic_net_arch``,
+    ``cic_learning_rate``, ``temperature``, ``knn_k``, ``knn_clip``, ``project_skill``.
     """
 
-    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
-                 cic_net_arch: list[int] | None = None, cic_learning_rate: float = 1e-4, temperature: float = 0.5,
-                 knn_k: int = 12, knn_clip: float = 5e-4, project_skill: bool = True, **kwargs: Any) -> None:
-        learner_kwargs = {"cic_net_arch": cic_net_arch or [1024, 1024], "cic_learning_rate": cic_learning_rate,
-                          "temperature": temperature, "knn_k": knn_k, "knn_clip": knn_clip,
-                          "project_skill": project_skill}
-        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
-                         skill_learner_class=CICLearner, skill_learner_kwargs=learner_kwargs, **kwargs)
+    algo = "cic"
