@@ -68,7 +68,8 @@ def test_the_cli_builds_the_model_a_script_builds(tmp_path):
 
 
 def test_a_plain_env_trains_saves_loads_and_exports_skills_that_skill_env_runs(tmp_path):
-    model = METRA("MlpPolicy", gym.make("Swimmer-v5", **SWIMMER_KWARGS), phi_net_arch=[16], seed=0, **SMALL)
+    model = METRA("MlpPolicy", gym.make("Swimmer-v5", **SWIMMER_KWARGS), phi_net_arch=[16], seed=0,
+                  **{**SMALL, "policy_kwargs": {"net_arch": [16, 8]}})  # any MLP exports as it is
     assert isinstance(model.get_env().envs[0], gym.Wrapper) and model.observation_space.shape == (12,)
     model.learn(100)
     model.save(tmp_path / "model.zip")
@@ -77,7 +78,7 @@ def test_a_plain_env_trains_saves_loads_and_exports_skills_that_skill_env_runs(t
     loaded.export_skills(tmp_path / "skills")
     config = json.loads((tmp_path / "skills" / "config.json").read_text())
     assert (config["env_id"], config["env_kwargs"], config["skill_env_id"]) == ("Swimmer-v5", SWIMMER_KWARGS, None)
-    assert config["actor_hidden"] == [16, 16] and config["phi_hidden"] == [16]
+    assert config["actor_hidden"] == [16, 8] and config["phi_hidden"] == [16]
     assert config["provenance"]["config"]["algo"] == "metra" and config["provenance"]["env_steps"] == 100
     card = (tmp_path / "skills" / "README.md").read_text()
     assert ('metra_gym.SkillEnv(gym.make("Swimmer-v5", exclude_current_positions_from_observation=False), '
