@@ -20,6 +20,7 @@ from sb3_contrib.common.torch_layers import BatchRenorm
 import metra_gym
 from metra_gym.networks import PhiNetwork, SkillActor
 from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, WEIGHTS
+from pretrain.project_paths import project_path
 from pretrain.run.config import FITTED, ConfigError, PretrainConfig
 from pretrain.run.env_wrappers import NormalizeObservationPreset
 from pretrain.run.envs import config_normalizer, import_env_module, with_fitted_normalizer
@@ -221,16 +222,6 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         **measured_provenance(held_out, goals),
     }
     return export_model(model, run_config, out_dir, provenance)
-
-
-def project_path(path: str | Path) -> str:
-    """A path as a checkpoint records it: relative to the working directory when it lies under it, else its name
-    (a card names runs, not the training machine's folders)."""
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return path.name
 
 
 def measured_provenance(held_out: str | Path | None, goals: str | Path | None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from metra_gym.registration import EPISODE_STEPS, ZERO_SHOT_GOAL_RANGES
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.evaluation.coverage import SkillRollouts
 from pretrain.evaluation.evaluate_checkpoint import check_out_dir
+from pretrain.project_paths import checkpoint_reference
 
 
 def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np.ndarray:
@@ -79,7 +80,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
         baseline_policy = SkillPolicy.from_pretrained(baseline_checkpoint)
         check_same_shape(policy, baseline_policy)
     trained = reach_goals(policy, n_goals, seed=seed)
-    result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
+    result: dict[str, Any] = {"checkpoint": checkpoint_reference(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
                               "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
                               "trained": {k: trained[k] for k in ("mean", "ci95", "median", "distances")}}
     if baseline:
