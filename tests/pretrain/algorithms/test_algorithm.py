@@ -34,6 +34,13 @@ def test_a_class_built_in_python_takes_the_training_configs_defaults(algo):
     assert (model.skill_dim, model.discrete_skills) == (config.skill_dim, config.discrete_skills)
 
 
+def test_the_package_exports_every_algorithm_class():
+    import pretrain
+
+    assert pretrain.__all__ == [algo.upper() for algo in ALGORITHMS]
+    assert all(getattr(pretrain, algo.upper()) is algorithm_class(algo) for algo in ALGORITHMS)
+
+
 def test_learner_hyperparameters_are_keywords_of_their_own_and_policy_kwargs_merge():
     model = METRA("MlpPolicy", "metra/PointMass-v0", buffer_size=1000, phi_net_arch=[8], dual_slack=0.01,
                   policy_kwargs={"net_arch": [16]})
