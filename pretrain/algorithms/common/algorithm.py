@@ -25,7 +25,7 @@ import zipfile
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
-from stable_baselines3.common.save_util import json_to_data, open_path
+from stable_baselines3.common.save_util import json_to_data
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -73,10 +73,17 @@ def skill_conditioned(env: GymEnv | str, skill_dim: int, discrete_skills: bool) 
 
 def _saved_skill_spec(path: str | pathlib.Path | io.BufferedIOBase) -> tuple[int, bool]:
     """``(skill_dim, discrete_skills)`` of a saved model, read from the zip's ``data`` without loading weights."""
-    with open_path(path, "r", suffix="zip") as file, zipfile.ZipFile(file) as archive:
-        data = json_to_data(archive.read("data").decode())
-    if isinstance(path, io.BufferedIOBase):
-        path.seek(0)  # SB3's load reads the file again
+    if isinstance(path, (str, pathlib.Path)):
+        source = pathlib.Path(path)
+        if not source.exists() and source.with_name(source.name + ".zip").exists():  # SB3 adds the suffix too
+            source = source.with_name(source.name + ".zip")
+        with zipfile.ZipFile(source) as archive:
+            data = json_to_data(archive.read("data").decode())
+    else:  # a file object: SB3's load reads it again from where it is now
+        start = path.tell()
+        with zipfile.ZipFile(path) as archive:  # closes the archive, not the file given
+            data = json_to_data(archive.read("data").decode())
+        path.seek(start)
     return int(data["skill_dim"]), bool(data["discrete_skills"])
 
 

@@ -125,3 +125,14 @@ def test_a_cli_run_continues_in_python(tmp_path, capsys):
     model.learn(config.steps_per_epoch, reset_num_timesteps=False)
     assert model.num_timesteps == 2 * config.steps_per_epoch
     assert model.replay_buffer.size() * model.n_envs == 2 * config.steps_per_epoch
+
+
+def test_load_conditions_a_plain_env_with_the_saved_skill_space_from_a_path_or_a_file_object(tmp_path):
+    import io
+
+    METRA("MlpPolicy", "metra/PointMass-v0", skill_dim=3, discrete_skills=True, **SMALL).save(tmp_path / "model.zip")
+    from_file = METRA.load(io.BytesIO((tmp_path / "model.zip").read_bytes()), env=gym.make("metra/PointMass-v0"))
+    from_stem = METRA.load(tmp_path / "model", env="metra/PointMass-v0")  # SB3 adds .zip, and so does the check
+    for model in (from_file, from_stem):
+        env = model.get_env().envs[0]
+        assert model.observation_space.shape == (5,) and env.get_wrapper_attr("discrete")
