@@ -25,7 +25,7 @@ from stable_baselines3 import SAC
 
 from pretrain.algorithms.common.policies import SkillSACPolicy
 from pretrain.run.config import load_config
-from pretrain.run.trainer import attach_collector, build_model, env_factory, policy_kwargs, training_env
+from pretrain.run.trainer import algorithm_class, attach_collector, build_model, env_factory, training_env
 
 REFERENCE = "sac"
 
@@ -41,7 +41,8 @@ def build(config_name: str, variant: str, tmp: Path):
         model = SAC(SkillSACPolicy, venv, learning_rate=1e-4, buffer_size=100_000,
                     learning_starts=config.learning_starts, batch_size=256, train_freq=(config.episode_steps, "step"),
                     gradient_steps=50, ent_coef="auto_0.01", target_entropy=-float(venv.action_space.shape[0]) / 2,
-                    policy_kwargs=policy_kwargs(config), seed=0, device="cpu")
+                    policy_kwargs=algorithm_class(config).config_kwargs(config)["policy_kwargs"], seed=0,
+                    device="cpu")
     else:
         model = build_model(config, venv, tmp)
         attach_collector(model, config)

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from pretrain.project_paths import project_path
+
 # Official code, state Ant, 2-D skills, seed 0, one A100 node (shared/metra-reference.md section 5).
 OFFICIAL = [  # (epoch, env steps, hours, policy coverage)
     (0, 0, 0.0, 4), (1000, 1_600_000, 0.63, 107), (2000, 3_200_000, 1.23, 596), (3000, 4_800_000, 1.83, 1232),
@@ -76,7 +78,7 @@ def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
         rows.append({"epoch": row["epoch"], "env_steps": row["env_steps"], "hours": round(hours, 3),
                      "policy_coverage": row["policy_coverage"],
                      "official_at_same_env_steps": round(official_at(row["env_steps"]), 1)})
-    return {"folder": str(folder), "seed": config.get("seed"), "changed_from_default": changed,
+    return {"folder": project_path(folder), "seed": config.get("seed"), "changed_from_default": changed,
             "hours_from": f"epochs x {epoch_seconds} s (idle estimate)" if epoch_seconds else "run's wall clock",
             "rows": rows}
 

@@ -71,7 +71,9 @@ def _train(args: argparse.Namespace) -> int:
         return 128 + {"SIGINT": 2, "SIGTERM": 15}[result.stopped_by]
     if result.history:
         last = result.history[-1]
-        print(f"done: epoch {last['epoch']}, policy coverage {last['policy_coverage']} bins; results in {run_dir}")
+        coverage = (f"policy coverage {last['policy_coverage']} bins" if last["policy_coverage"] is not None
+                    else str(last.get("coverage")))
+        print(f"done: epoch {last['epoch']}, {coverage}; results in {run_dir}")
     return 0
 
 

@@ -18,12 +18,14 @@ from safetensors.torch import save_file
 from sb3_contrib.common.torch_layers import BatchRenorm
 
 import metra_gym
-from metra_gym.envs.normalization import ObservationNormalizer
 from metra_gym.networks import PhiNetwork, SkillActor
 from metra_gym.skill_checkpoint.format import CARD, CONFIG, WEIGHTS
 from metra_gym.skill_priors import DESCRIPTIONS, UNIT
 from pretrain.algorithms import skill_prior
-from pretrain.run.config import ConfigError, PretrainConfig
+from pretrain.project_paths import project_path
+from pretrain.run.config import FITTED, ConfigError, PretrainConfig
+from pretrain.run.env_wrappers import NormalizeObservationPreset
+from pretrain.run.envs import config_normalizer, import_env_module, with_fitted_normalizer
 from pretrain.run.run_state import run_state_dir, verify_files
 from pretrain.run.trainer import algorithm_class, read_run_config
 
@@ -129,11 +131,14 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
     prior = DESCRIPTIONS[config.get("skill_prior", UNIT)]
     skills = f"{config['skill_dim']} {'discrete (one-hot)' if config['discrete_skills'] else f'continuous ({prior})'}"
     algo = str(provenance.get("config", {}).get("algo", "metra")).upper()
+    epochs = f" ({provenance['epochs']} epochs)" if provenance.get("epochs") is not None else ""
+    hours = provenance.get("wall_clock_h")
     rows = [("run", provenance.get("run")),
-            ("env steps", f"{provenance.get('env_steps', 0):,} ({provenance.get('epochs')} epochs)"),
-            ("training time", f"{provenance.get('wall_clock_h')} h on {provenance.get('machine')}"),
+            ("env steps", f"{provenance.get('env_steps', 0):,}{epochs}"),
+            ("training time", f"{hours} h on {provenance.get('machine')}" if hours is not None else None),
             ("seed", provenance.get("seed")),
             ("policy coverage, training evaluation (48 skills, 1 m bins)", provenance.get("policy_coverage"))]
+    rows = [(name, value) for name, value in rows if value is not None]
     if held_out:
         rows.append((f"policy coverage, held out (48 skills drawn with seed {held_out['seed']}, resets seeded "
                      f"{held_out['seed']} + i)", held_out["policy_coverage"]))
@@ -157,15 +162,30 @@ Training command: `{provenance.get('command')}`
 ## Usage
 
 ```python
-import gymnasium as gym, metra_gym
-env = gym.make("{config.get('skill_env_id') or 'metra/AntSkills-v0'}", checkpoint="hf://ORG/NAME")
-policy = metra_gym.SkillPolicy.from_pretrained("hf://ORG/NAME")
+{usage_snippet(config)}
 ```
 
 Files: `{WEIGHTS}` (actor and phi, float32, no pickle), `{CONFIG}` (environment, normaliser, network shape, the
 sha256 of the weights, training configuration and provenance).
 """
     return ModelCard("---\n" + _yaml(metadata) + "---\n" + body)
+
+
+def usage_snippet(config: dict[str, Any], checkpoint: str = "hf://ORG/NAME") -> str:
+    """The Python lines that run these skills: the registered skill-level id of the environment when there is one,
+    else :class:`metra_gym.SkillEnv` around ``gym.make`` of the environment with its keywords."""
+    lines = ["import gymnasium as gym, metra_gym"]
+    env_id, env_kwargs = config["env_id"], config.get("env_kwargs") or {}
+    if config.get("skill_env_id"):
+        lines.append(f'env = gym.make("{config["skill_env_id"]}", checkpoint="{checkpoint}"'
+                     + (f", env_kwargs={env_kwargs!r}" if env_kwargs else "") + ")")
+    else:
+        if ":" in env_id:
+            lines.append(f"# gym.make imports {env_id.split(':')[0]!r}, the package that registers the environment")
+        arguments = "".join(f", {key}={value!r}" for key, value in env_kwargs.items())
+        lines.append(f'env = metra_gym.SkillEnv(gym.make("{env_id}"{arguments}), checkpoint="{checkpoint}")')
+    lines.append(f'policy = metra_gym.SkillPolicy.from_pretrained("{checkpoint}")')
+    return "\n".join(lines)
 
 
 def _yaml(data: dict[str, Any]) -> str:
@@ -199,7 +219,8 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         "coverage_epoch": last_eval.get("epoch"),
         "wall_clock_h": round(float(state.get("wall_clock_s", 0.0)) / 3600, 2),
         "machine": machine,
-        "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir", str(run_dir)]),
+        "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir",
+                                          project_path(run_dir)]),
         **(extra_provenance or {}),
         **measured_provenance(held_out, goals),
     }
@@ -225,10 +246,82 @@ def measured_provenance(held_out: str | Path | None, goals: str | Path | None) -
 
 
 def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:
-    """Write a model's skill policy and phi as a skill checkpoint folder (atomically)."""
+    """Write a model's skill policy and phi as a skill checkpoint folder (atomically). The networks' hidden widths
+    are read from the weights, so any MLP the model was built with is recorded as it is."""
+    tensors = skill_tensors(model)
     config = checkpoint_config(run_config, model.obs_dim, model.action_space.low, model.action_space.high,
                                provenance)
-    return write_checkpoint(skill_tensors(model), config, out_dir)
+    config["actor_hidden"] = hidden_widths(tensors, "actor.latent.")
+    if config["phi_hidden"] is not None:
+        config["phi_hidden"] = hidden_widths(tensors, "phi.net.")
+    return write_checkpoint(tensors, config, out_dir)
+
+
+def hidden_widths(tensors: dict[str, th.Tensor], prefix: str) -> list[int]:
+    """The hidden widths of an MLP's weights under ``prefix`` (``actor.latent.``: each layer of the latent is hidden;
+    ``phi.net.``: the last layer is phi's output)."""
+    weights = sorted((int(k[len(prefix):].split(".")[0]), v) for k, v in tensors.items()
+                     if k.startswith(prefix) and k.endswith(".weight"))
+    widths = [int(w.shape[0]) for _, w in weights]
+    return widths if prefix == "actor.latent." else widths[:-1]
+
+
+def export_skills(model, out_dir: str | Path, force: bool = False) -> Path:
+    """Write the skills of a model built or loaded in Python (with its environment) as a skill checkpoint folder;
+    what :meth:`pretrain.algorithms.common.algorithm.SkillAlgorithm.export_skills` calls. Its provenance records
+    the model's hyperparameters (``config``: those a training config also has; ``skill_learner_kwargs``)."""
+    out_dir = Path(out_dir)
+    _check_out_dir(out_dir, force)
+    run_config, known = model_config(model)
+    provenance = {"run": None, "env_steps": int(model.num_timesteps), "epochs": None, "policy_coverage": None,
+                  "wall_clock_h": None, "machine": "-", "seed": model.seed,
+                  "command": f"{type(model).__name__}(...).learn(...) (Python API)", "config": known,
+                  "skill_learner_kwargs": model.skill_learner_kwargs}
+    return export_model(model, run_config, out_dir, provenance)
+
+
+def model_config(model) -> tuple[PretrainConfig, dict[str, Any]]:
+    """A training config describing a model and its environment, and the keys of it that the model says exactly
+    (the rest keep their defaults).
+
+    :raises ConfigError: for a model without an environment (loaded without one).
+    """
+    venv = model.get_env()
+    if venv is None:
+        raise ConfigError(f"the {type(model).__name__} model has no environment, which the skill checkpoint records; "
+                          "load it with its environment: METRA.load(path, env=...)")
+    spec = venv.get_attr("spec", [0])[0]
+    if spec is None and getattr(model, "env_id", None) is None:
+        raise ConfigError("the model's environment was not made with gym.make, so the skill checkpoint cannot name "
+                          "it; build the model from an id or a gym.make environment")
+    known: dict[str, Any] = {
+        "algo": model.algo, "backbone": model.backbone_name(),
+        "env_id": getattr(model, "env_id", None) or spec.id,
+        "env_kwargs": {k: v for k, v in (spec.kwargs if spec is not None else {}).items() if k != "render_mode"},
+        "skill_dim": model.skill_dim, "discrete_skills": model.discrete_skills, "n_envs": venv.num_envs,
+        "episode_steps": (spec.max_episode_steps if spec is not None and spec.max_episode_steps
+                          else model.train_freq.frequency),
+        "batch_size": model.batch_size, "buffer_size": model.buffer_size, "learning_starts": model.learning_starts,
+        "gamma": model.gamma, "gradient_steps": model.gradient_steps, "init": model.init,
+        "timeout_done": model.timeout_done, "random_warmup": model.random_warmup, "normalizer": "none",
+    }
+    if venv.env_is_wrapped(NormalizeObservationPreset, [0])[0]:
+        known["normalizer"] = venv.get_attr("normalizer_name", [0])[0]
+        if known["normalizer"] == FITTED:
+            known["normalizer_stats"] = venv.get_attr("normalizer", [0])[0].to_dict()
+    for key in ("learning_rate", "tau", "alpha_learning_rate"):
+        if isinstance(getattr(model, key, None), float):
+            known[key] = getattr(model, key)
+    if isinstance(model.seed, int):
+        known["seed"] = model.seed
+    net_arch = model.policy_kwargs.get("net_arch")
+    actor, critic = (net_arch["pi"], net_arch["qf"]) if isinstance(net_arch, dict) else (net_arch, net_arch)
+    learner = next((v for k, v in model.skill_learner_kwargs.items() if k.endswith("_net_arch")), None)
+    if actor and critic and len(set(actor)) == 1 and len(set(critic)) == 1 and len(actor) == len(critic):
+        known.update(net_width=actor[0], net_layers=len(actor), critic_width=critic[0])
+        if learner and len(set(learner)) == 1 and len(learner) == len(actor):
+            known["phi_width"] = learner[0]
+    return PretrainConfig(**known), known
 
 
 def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: bool = False) -> Path:
@@ -236,6 +329,8 @@ def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: boo
     built from :mod:`metra_gym.networks` with the initialisation of a new training model, without training code."""
     out_dir = Path(out_dir)
     _check_out_dir(out_dir, force)
+    run_config = with_fitted_normalizer(run_config)
+    import_env_module(run_config.env_id)
     env = gym.make(run_config.env_id, **run_config.env_kwargs)
     observation_space, action_space = env.observation_space, env.action_space
     env.close()
@@ -295,14 +390,13 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
         "actor_hidden": run_config.hidden,
         **({} if activation == "tanh" else {"actor_activation": activation}),
         "phi_hidden": run_config.phi_hidden if has_phi(run_config) else None,
-        "normalizer": {"name": run_config.normalizer,
-                       **ObservationNormalizer.from_name(run_config.normalizer, obs_dim).to_dict()},
+        "normalizer": {"name": run_config.normalizer, **config_normalizer(run_config, obs_dim).to_dict()},
         "provenance": {
             "algorithm": f"{run_config.algo.upper()} on {run_config.backbone.upper()} (metra-gym)",
             "package_version": metra_gym.__version__,
             "seed": run_config.seed,
-            **provenance,
             "config": run_config.to_dict(),
+            **provenance,  # a model built in Python records the config keys it says exactly
         },
     }
 

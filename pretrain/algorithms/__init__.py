@@ -1,16 +1,32 @@
 """Skill-discovery algorithms as Stable-Baselines3 extensions, one folder each (the sb3-contrib layout).
 
 An algorithm is a :class:`~pretrain.algorithms.common.skill_learner.SkillLearner` (its networks, their update and
-its intrinsic reward) trained beside an off-policy backbone (:mod:`pretrain.algorithms.common.backbones`).
-:func:`skill_learner` maps a run configuration's ``algo`` to the learner and its hyperparameters, and
-:func:`skill_prior` to the prior of its continuous skills.
+its intrinsic reward) trained beside an off-policy backbone (:mod:`pretrain.algorithms.common.backbones`); its
+SB3-shaped class (``METRA``, ``LSD``, ``DIAYN``, ``DADS``, ``CIC``: :mod:`pretrain.algorithms.common.algorithm`)
+is what the CLI, the sweep and a user's script build. :func:`skill_learner` maps a run configuration's ``algo``
+to the learner and its hyperparameters; :func:`algorithm_class` to the class; :func:`skill_prior` to the prior
+of its continuous skills.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from pretrain.algorithms.common.skill_learner import SkillLearner
+
+if TYPE_CHECKING:
+    from pretrain.algorithms.common.algorithm import SkillAlgorithm
+
+
+def algorithm_class(algo: str, backbone: str = "sac") -> type[SkillAlgorithm]:
+    """The SB3 class of ``algo`` on ``backbone``: ``METRA`` for ("metra", "sac"), ``METRACrossQ`` for ("metra",
+    "crossq"), ... Each algorithm's folder exports its class under the upper-cased name of the algorithm."""
+    from pretrain.run.config import ALGORITHMS
+
+    if algo not in ALGORITHMS:
+        raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {algo!r}")
+    return getattr(import_module(f"pretrain.algorithms.{algo}"), algo.upper()).on_backbone(backbone)
 
 
 def skill_prior(config) -> str:

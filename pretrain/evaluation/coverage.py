@@ -174,7 +174,7 @@ class CoverageTracker:
         return len(self.total_bins)
 
     def state(self) -> dict[str, np.ndarray]:
-        bins = np.array(sorted(self.total_bins), dtype=np.int64).reshape(-1, self.queue.shape[1])
+        bins = np.array(sorted(self.total_bins), dtype=np.int64).reshape(len(self.total_bins), self.queue.shape[1])
         return {"queue": self.queue, "size": np.array(self.size), "pos": np.array(self.pos), "total_bins": bins}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:

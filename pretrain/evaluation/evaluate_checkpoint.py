@@ -20,6 +20,7 @@ from metra_gym.registration import EPISODE_STEPS
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.evaluation.coverage import SkillRollouts, coverage, plot_trajectories, skill_colors
+from pretrain.project_paths import checkpoint_reference
 
 
 def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0,
@@ -70,7 +71,7 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
     out_dir.mkdir(parents=True, exist_ok=True)
     bins = coverage(positions)
     result = {
-        "checkpoint": str(checkpoint),
+        "checkpoint": checkpoint_reference(checkpoint),
         "env_id": policy.env_id,
         "policy_coverage": bins,
         **({"tasks_achieved": sum(achieved.values()), "tasks": achieved} if achieved else {}),

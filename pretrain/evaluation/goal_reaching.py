@@ -23,6 +23,7 @@ from metra_gym.registration import EPISODE_STEPS, TASK_SUCCESS_KEY, ZERO_SHOT_GO
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.evaluation.coverage import SkillRollouts
 from pretrain.evaluation.evaluate_checkpoint import check_out_dir
+from pretrain.project_paths import checkpoint_reference
 
 
 def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np.ndarray:
@@ -125,7 +126,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
 
         keys: tuple[str, ...] = ("reached", "tasks", "reached_any_step", "tasks_any_step", "skills")
         trained = reach(policy)
-        result: dict[str, Any] = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "seed": seed,
+        result: dict[str, Any] = {"checkpoint": checkpoint_reference(checkpoint), "env_id": policy.env_id, "seed": seed,
                                   "goals": "the tasks' goal states, skill fixed from the first step",
                                   "trained": {k: trained[k] for k in keys}}
     else:
@@ -134,7 +135,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
 
         keys = ("mean", "ci95", "median", "distances")
         trained = reach(policy)
-        result = {"checkpoint": str(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
+        result = {"checkpoint": checkpoint_reference(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
                   "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
                   "trained": {k: trained[k] for k in keys}}
     if baseline:

@@ -85,14 +85,18 @@ class EpochCallback(BaseCallback):
     :param start_wall_clock: training seconds spent before this segment (resume).
     :param seed: seed of the evaluation skills and resets.
     :param on_evaluation: called with each evaluation row.
+    :param coverage_note: set when the environment gives no coordinates: evaluations then write empty coverage
+        columns and this note (why) instead of rolling out skills.
     """
 
     def __init__(self, run_dir: Path, steps_per_epoch: int, rollouts: SkillRollouts, tracker: CoverageTracker,
                  eval_every: int, save_every: int, save: Callable[[int], object],
                  snapshot: Callable[[int], object] | None = None, snapshot_every: int = 0, start_epoch: int = 0,
                  start_wall_clock: float = 0.0, seed: int = 0, verbose: int = 0,
-                 on_evaluation: Callable[[dict[str, float]], object] | None = None) -> None:
+                 on_evaluation: Callable[[dict[str, float]], object] | None = None,
+                 coverage_note: str | None = None) -> None:
         super().__init__(verbose)
+        self.coverage_note = coverage_note
         self.run_dir = Path(run_dir)
         self.steps_per_epoch = steps_per_epoch
         self.rollouts = rollouts
@@ -144,26 +148,25 @@ class EpochCallback(BaseCallback):
             self.save(epoch)
         self._stopping = stop
 
-    def evaluate(self, epoch: int) -> dict[str, float]:
+    def evaluate(self, epoch: int) -> dict[str, float | str | None]:
         model = self.model
-        bins, positions, skills = policy_coverage(self.rollouts, actor_act(model), model.skill_dim,
-                                                  model.discrete_skills, seed=self.seed,
-                                                  prior=model.skill_learner.skill_prior)
-        row = {
-            "epoch": epoch,
-            "env_steps": int(self.num_timesteps),
-            "wall_clock_s": round(self.wall_clock(), 1),
-            "policy_coverage": bins,
-            "queue_coverage": self.tracker.queue_coverage(),
-            "total_coverage": self.tracker.total_coverage(),
-        }
+        row: dict[str, float | str | None] = {"epoch": epoch, "env_steps": int(self.num_timesteps),
+                                              "wall_clock_s": round(self.wall_clock(), 1)}
+        eval_dir = self.run_dir / "eval"
+        if self.coverage_note is None:
+            bins, positions, skills = policy_coverage(self.rollouts, actor_act(model), model.skill_dim,
+                                                      model.discrete_skills, seed=self.seed,
+                                                      prior=model.skill_learner.skill_prior)
+            row.update(policy_coverage=bins, queue_coverage=self.tracker.queue_coverage(),
+                       total_coverage=self.tracker.total_coverage())
+            plot_trajectories(positions, skills, eval_dir / f"trajectories_epoch_{epoch:06d}.png",
+                              title=f"epoch {epoch}: policy coverage {bins}")
+        else:
+            row.update(policy_coverage=None, queue_coverage=None, total_coverage=None, coverage=self.coverage_note)
         achieved = self.rollouts.achieved_tasks()
         if achieved is not None:  # environments with tasks (Kitchen): how many any evaluation rollout achieved
             row["tasks_achieved"] = sum(achieved.values())
         self.history.append(row)
-        eval_dir = self.run_dir / "eval"
-        plot_trajectories(positions, skills, eval_dir / f"trajectories_epoch_{epoch:06d}.png",
-                          title=f"epoch {epoch}: policy coverage {bins}")
         write_json_atomic(eval_dir / "coverage.json", self.history)
         table = io.StringIO()
         writer = csv.DictWriter(table, fieldnames=list(row))
@@ -171,7 +174,7 @@ class EpochCallback(BaseCallback):
         writer.writerows(self.history)
         write_text_atomic(eval_dir / "coverage.csv", table.getvalue())
         for key in ("policy_coverage", "queue_coverage", "total_coverage", "tasks_achieved"):
-            if key in row:
+            if row.get(key) is not None:
                 self.logger.record(f"eval/{key}", row[key])
         if self.on_evaluation is not None:
             self.on_evaluation(row)

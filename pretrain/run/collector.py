@@ -96,7 +96,8 @@ def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int]
             record["rewards"].append(rewards)
             record["dones"].append(dones)
             record["truncated"].append(np.array([info.get("TimeLimit.truncated", False) for info in infos]))
-            record["coordinates"].append(np.stack([info["coordinates"] for info in infos]))
+            # An environment without coordinates (no coverage metrics) records empty positions.
+            record["coordinates"].append(np.stack([info.get("coordinates", np.zeros(0)) for info in infos]))
             obs = new_obs
         conn.send(Batch(**{k: np.stack(v) for k, v in record.items()}, rngs_after=list(venv.pre_reset_rngs)))
     venv.close()

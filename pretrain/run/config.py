@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from metra_gym.envs.normalization import PRESETS
 from metra_gym.registration import EPISODE_STEPS
 from pretrain.algorithms.common.skills import validate_skill_spec
 
@@ -25,6 +26,8 @@ ALGORITHMS = ("metra", "lsd", "diayn", "dads", "cic")
 BACKBONES = ("sac", "crossq", "tqc")
 INITS = ("torch", "official")
 COLLECTORS = ("sequential", "overlapped")
+FITTED = "fitted"  # normalizer: fitted: mean and std of random rollouts at the start of a run (normalizer_stats)
+NORMALIZERS = ("none", FITTED, *PRESETS)
 MAX_ENVS = 256  # more environments in one process than this is a typo, not a plan
 # The keys only one algorithm reads. Every other key (networks, SAC, environment, schedule) is shared; the baselines'
 # networks take the phi width and the networks' learning rate.
@@ -54,7 +57,11 @@ class PretrainConfig:
     backbone: str = "sac"                  # off-policy RL: sac (the paper's), crossq or tqc (sb3-contrib)
     env_id: str = "metra/Ant-v0"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    normalizer: str = "ant"
+    normalizer: str = "ant"                # none, fitted, or a preset (ant, half_cheetah)
+    normalizer_stats: dict[str, list[float]] | None = None  # normalizer: fitted: {mean, std}, written at the start
+    # The agent's position for the coverage metrics: observation indices ([0, 1]) or info keys ([x_position,
+    # y_position]); null: info["coordinates"] when the environment gives it, else no coverage metrics.
+    coordinates: list[int] | list[str] | None = None
     skill_dim: int = 2
     discrete_skills: bool = False
     n_envs: int = 8
@@ -125,7 +132,7 @@ class PretrainConfig:
         except ValueError as error:
             raise ConfigError(str(error)) from None
         for name, choices in (("algo", ALGORITHMS), ("backbone", BACKBONES), ("init", INITS),
-                              ("collector", COLLECTORS)):
+                              ("collector", COLLECTORS), ("normalizer", NORMALIZERS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
         positive = ["n_envs", "episode_steps", "gradient_steps", "epochs", "net_width", "net_layers", "batch_size",
@@ -176,7 +183,28 @@ class PretrainConfig:
                 raise ConfigError(f"{name} must be a finite number in {bound}, got {value}")
         if self.target_entropy is not None and not math.isfinite(self.target_entropy):
             raise ConfigError(f"target_entropy must be a finite number or null (-|A|/2), got {self.target_entropy}")
+        self._validate_environment_keys()
         return self
+
+    def _validate_environment_keys(self) -> None:
+        coordinates = self.coordinates
+        indices = isinstance(coordinates, list) and all(type(c) is int and c >= 0 for c in coordinates)
+        keys = isinstance(coordinates, list) and all(isinstance(c, str) and c for c in coordinates)
+        if coordinates is not None and not (coordinates and (indices or keys)):
+            raise ConfigError("coordinates must be a list of observation indices (e.g. [0, 1]) or of info keys (e.g. "
+                              f"[x_position, y_position]), or null (info['coordinates']); got {coordinates!r}")
+        stats = self.normalizer_stats
+        if stats is None:
+            return
+        if self.normalizer != FITTED:
+            raise ConfigError(f"normalizer_stats are read only with normalizer: {FITTED} (normalizer is "
+                              f"{self.normalizer!r}); remove them, or set normalizer: {FITTED}")
+        numbers = isinstance(stats, dict) and set(stats) == {"mean", "std"} and all(
+            isinstance(v, list) and v and all(type(x) in (int, float) and math.isfinite(x) for x in v)
+            for v in stats.values())
+        if not numbers or len(stats["mean"]) != len(stats["std"]) or min(stats["std"]) <= 0:
+            raise ConfigError("normalizer_stats must be {mean: [...], std: [...]}: equally long lists of finite "
+                              "numbers, std positive; remove them to fit them again")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -236,6 +264,8 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
     for f in dataclasses.fields(PretrainConfig):
         value = getattr(config, f.name)
         default = getattr(PretrainConfig(), f.name)
+        if f.name in ("coordinates", "normalizer_stats"):  # checked by validate()
+            continue
         if default is None:  # optional keys: null, or a value of the type the annotation names
             if value is None:
                 continue

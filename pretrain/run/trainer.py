@@ -25,14 +25,15 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.vec_env import VecEnv
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
-from pretrain.algorithms import skill_learner
-from pretrain.algorithms.common.backbones import AUTO_HALF, BACKBONES, SkillDiscoveryMixin
+from pretrain import algorithms
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.pixel_encoder import PAPER_CHANNELS, PixelFeaturesExtractor
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.run.callbacks import EpochCallback, TrainingCoverage
 from pretrain.run.collector import OverlappedCollector
 from pretrain.run.config import ConfigError, PretrainConfig, build_config
 from pretrain.run.env_wrappers import NormalizeObservationPreset, SkillConditioned
+from pretrain.run.envs import config_normalizer, probe_env, raw_env_factory, with_fitted_normalizer
 from pretrain.run.pixel_replay import FrameStackReplayBuffer
 from pretrain.run.run_state import load_run_state, run_state_dir, save_run_state, verify_files
 from pretrain.run.signals import StopOnSignal
@@ -40,34 +41,23 @@ from pretrain.run.vec_env import NoCopyDummyVecEnv
 
 
 def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
-    """A function building one normalised environment of the config (raises ConfigError for a bad id)."""
-    if config.env_id not in gym.registry:
-        known = sorted(k for k in gym.registry if k.startswith("metra/"))
-        raise ConfigError(f"unknown environment id {config.env_id!r}; metra-gym registers {known} "
-                          "(any registered Gymnasium id with info['coordinates'] works)")
+    """A function building one normalised environment of the config (raises ConfigError for an environment that
+    cannot be trained on). ``info["coordinates"]`` is there when the environment or the config's ``coordinates``
+    give it; without it training runs without coverage metrics."""
+    space = probe_env(config)
+    normalizer = None if config.normalizer == "none" else config_normalizer(config, space.shape[0])
+    raw = raw_env_factory(config)
 
     def make() -> gym.Env:
-        env = gym.make(config.env_id, max_episode_steps=config.episode_steps, **config.env_kwargs)
-        return env if config.normalizer == "none" else NormalizeObservationPreset(env, config.normalizer)
+        env = raw()
+        return env if normalizer is None else NormalizeObservationPreset(env, normalizer)
 
-    try:
-        probe = make()
-        _, info = probe.reset(seed=0)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"cannot build {config.env_id!r} with this config: {error}") from None
-    probe.close()
-    if not isinstance(probe.action_space, gym.spaces.Box):
-        raise ConfigError(f"{config.env_id!r} has {probe.action_space} actions; the skill policies here need "
-                          "continuous (Box) actions")
-    if "coordinates" not in info:
-        raise ConfigError(f"{config.env_id!r} does not put the agent's position in info['coordinates'], which the "
-                          "coverage metrics need; use a metra/ environment or add it with a wrapper")
     return make
 
 
 def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> VecEnv:
     """``n_envs`` skill-conditioned copies in one process (subprocesses are slower on 2 cores)."""
-    prior = skill_learner(config)[0].skill_prior  # the algorithm's prior of continuous skills
+    prior = algorithms.skill_prior(config)  # the algorithm's prior of continuous skills
 
     def conditioned() -> gym.Env:
         return SkillConditioned(make(), config.skill_dim, config.discrete_skills, prior)
@@ -75,18 +65,9 @@ def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> VecEnv:
     return NoCopyDummyVecEnv([conditioned] * config.n_envs)
 
 
-def policy_kwargs(config: PretrainConfig) -> dict[str, Any]:
-    """Network shape and optimiser of a config. Fused Adam: about 12 % faster per step at width 256 on CPU."""
-    optimizer_kwargs: dict[str, Any] = {"fused": True}
-    if config.backbone == "crossq":  # CrossQ's Adam (its paper and sb3-contrib): beta1 = 0.5, one width for both
-        return {"net_arch": {"pi": config.hidden, "qf": config.critic_hidden},
-                "optimizer_kwargs": {**optimizer_kwargs, "betas": (0.5, 0.999)}}
-    return {"net_arch": {"pi": config.hidden, "qf": config.critic_hidden}, "optimizer_kwargs": optimizer_kwargs}
-
-
-def algorithm_class(config: PretrainConfig) -> type[SkillDiscoveryMixin]:
-    """The SB3 class of a config's backbone (the algorithm itself is its skill learner)."""
-    return BACKBONES[config.backbone]
+def algorithm_class(config: PretrainConfig) -> type[SkillAlgorithm]:
+    """The SB3 class of a config: its algorithm on its backbone (``METRA`` for algo=metra, backbone=sac)."""
+    return algorithms.algorithm_class(config.algo, config.backbone)
 
 
 def pixel_settings(config: PretrainConfig, venv: VecEnv) -> dict[str, Any]:
@@ -107,41 +88,25 @@ def pixel_settings(config: PretrainConfig, venv: VecEnv) -> dict[str, Any]:
                               "share_features_extractor": False}}
 
 
-def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillDiscoveryMixin:
-    """A new model of the config's algorithm on its backbone, logging to ``run_dir/tb``."""
-    learner_class, learner_kwargs = skill_learner(config)
+def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillAlgorithm:
+    """A new model of the config's algorithm on its backbone, built as a user's script builds it (the class with the
+    config's keywords), plus the pixel settings and logging to ``run_dir/tb``."""
+    cls = algorithm_class(config)
+    kwargs = cls.config_kwargs(config)
     pixels = pixel_settings(config, venv)
     if pixels:
-        learner_kwargs = {**learner_kwargs, "phi_encoder": pixels["phi_encoder"]}
-    backbone_kwargs: dict[str, Any] = {} if config.backbone == "crossq" else {"tau": config.tau}  # CrossQ: no targets
-    if pixels:
-        backbone_kwargs["replay_buffer_class"] = pixels["replay_buffer_class"]
-    return algorithm_class(config)(
-        "MultiInputPolicy" if pixels else "MlpPolicy",
-        venv,
-        skill_dim=config.skill_dim,
-        discrete_skills=config.discrete_skills,
-        skill_learner_class=learner_class,
-        skill_learner_kwargs=learner_kwargs,
-        timeout_done=config.timeout_done,
-        random_warmup=config.random_warmup,
-        alpha_learning_rate=config.alpha_learning_rate,
-        init=config.init,
-        learning_rate=config.learning_rate,
-        buffer_size=config.buffer_size,
-        learning_starts=config.learning_starts,
-        batch_size=config.batch_size,
-        gamma=config.gamma,
-        train_freq=(config.episode_steps, "step"),
-        gradient_steps=config.gradient_steps,
-        ent_coef=f"auto_{config.alpha_init}" if config.learn_alpha else config.alpha_init,
-        target_entropy=AUTO_HALF if config.target_entropy is None else config.target_entropy,
-        policy_kwargs={**policy_kwargs(config), **pixels.get("policy_kwargs", {})},
-        tensorboard_log=str(run_dir / "tb"),
-        seed=config.seed,
-        device=config.device,
-        **backbone_kwargs,
-    )
+        kwargs["skill_learner_kwargs"] = {**kwargs["skill_learner_kwargs"], "phi_encoder": pixels["phi_encoder"]}
+        kwargs["policy_kwargs"] = {**kwargs["policy_kwargs"], **pixels["policy_kwargs"]}
+        kwargs["replay_buffer_class"] = pixels["replay_buffer_class"]
+    model = cls("MultiInputPolicy" if pixels else "MlpPolicy", venv, tensorboard_log=str(run_dir / "tb"), **kwargs)
+    model.env_id = config.env_id
+    return model
+
+
+def no_coverage_note(config: PretrainConfig) -> str:
+    """Why a run's coverage columns are empty: its environment gives no position."""
+    return (f"no coverage: {config.env_id} puts no info['coordinates'] and the config names no coordinates "
+            "(observation indices, e.g. [0, 1], or info keys, e.g. [x_position, y_position])")
 
 
 def save_config(config: PretrainConfig, run_dir: Path) -> None:
@@ -184,7 +149,7 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> P
     return build_config({**saved, **(overrides or {})})
 
 
-def set_learning_rate(model: SkillDiscoveryMixin, learning_rate: float) -> None:
+def set_learning_rate(model: SkillAlgorithm, learning_rate: float) -> None:
     """Apply a (resumed) run's learning rate to the networks' optimisers: the backbone's through its schedule,
     the learner's through its own rule (METRA: phi follows, lambda keeps its rate)."""
     model.learning_rate = learning_rate
@@ -192,7 +157,7 @@ def set_learning_rate(model: SkillDiscoveryMixin, learning_rate: float) -> None:
     model.skill_learner.set_learning_rate(learning_rate)
 
 
-def attach_collector(model: SkillDiscoveryMixin, config: PretrainConfig) -> None:
+def attach_collector(model: SkillAlgorithm, config: PretrainConfig) -> None:
     """Give the model an overlapped collector when the config asks for one (sequential: SB3's own loop)."""
     if config.collector == "overlapped":
         model.collector = OverlappedCollector(config, model.actor, config.collector_workers)
@@ -222,10 +187,13 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     run_dir = Path(run_dir)
     device = resolve_device(config)
     th.set_num_threads(config.torch_threads)
+    config = with_fitted_normalizer(config)  # a new run's fitted normaliser, saved in its config.yaml below
     make = env_factory(config)
     probe = make()
-    tracker = CoverageTracker(n_coordinates=len(probe.reset(seed=0)[1]["coordinates"]))
+    info = probe.reset(seed=0)[1]
     probe.close()
+    tracker = CoverageTracker(n_coordinates=len(info.get("coordinates", ())))
+    coverage_note = None if "coordinates" in info else no_coverage_note(config)
     start_epoch, start_wall_clock = 0, 0.0
     if resume:
         folder = run_state_dir(run_dir)
@@ -279,13 +247,14 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
                            config.save_every, save=save, snapshot=snapshot, snapshot_every=config.snapshot_every,
                            start_epoch=start_epoch,
                            start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose,
-                           on_evaluation=on_evaluation)
+                           on_evaluation=on_evaluation, coverage_note=coverage_note)
     remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
     try:
         with StopOnSignal() as stop:
             epochs.stop_requested = stop.requested
             if remaining > 0:
-                model.learn(remaining, callback=CallbackList([TrainingCoverage(tracker), epochs]),
+                callbacks = [epochs] if coverage_note else [TrainingCoverage(tracker), epochs]
+                model.learn(remaining, callback=CallbackList(callbacks),
                             tb_log_name="metra", reset_num_timesteps=not resume, progress_bar=progress_bar)
     finally:
         if model.collector is not None:

@@ -47,7 +47,18 @@ def _run(args, capsys):
     (["--set", "algo=vic"], "algo must be one of metra"),
     (["--set", "discrete_skills=false_"], "'discrete_skills' must be bool"),
     (["--set", "env_id=CartPole-v1", "--set", "normalizer=none"], "has Discrete(2) actions"),
-    (["--set", "env_id=Pendulum-v1", "--set", "normalizer=none"], "does not put the agent's position in info"),
+    (["--set", "env_id=Pendulum-v1", "--set", "normalizer=none", "--set", "coordinates=[5]"],
+     "coordinates [5] are outside the 3-d observation of Pendulum-v1; give indices in [0, 3) or info keys"),
+    (["--set", "env_id=Pendulum-v1", "--set", "normalizer=none", "--set", "coordinates=[x_position]"],
+     "coordinates name info keys ['x_position'] that Pendulum-v1 does not give; its info has []"),
+    (["--set", "coordinates=[0, x]"], "coordinates must be a list of observation indices (e.g. [0, 1]) or of info"),
+    (["--set", "env_id=no_such_package_xyz.envs:Robot-v0"],
+     "cannot import the module 'no_such_package_xyz.envs' (ModuleNotFoundError"),
+    (["--set", "env_id=json:NotRegistered-v0"], "unknown environment id 'json:NotRegistered-v0'"),
+    (["--set", "normalizer=fitted", "--set", "normalizer_stats={mean: [0, 0, 0], std: [1, 1, 1]}"],
+     "normalizer_stats were fitted on 3-d observations, but metra/PointMass-v0 with these env_kwargs gives 2-d"),
+    (["--set", "normalizer_stats={mean: [0, 0], std: [1, 1]}"], "normalizer_stats are read only with normalizer: fitted"),
+    (["--set", "normalizer=antt"], "normalizer must be one of none, fitted, ant, half_cheetah, got 'antt'"),
 ])
 def test_bad_config_is_one_clear_error_and_writes_nothing(tmp_path, capsys, args, message):
     run = tmp_path / "run"
@@ -205,3 +216,18 @@ def test_resume_refuses_config_and_run_dir_instead_of_ignoring_them(tmp_path, ca
     code, err = _run(["--resume", str(tmp_path), *extra], capsys)
     assert code == 2 and f"--resume takes the run folder and its config from {tmp_path}; leave out {extra[0]}" in err
     assert "--set KEY=VALUE" in err and err.count("error:") == 1
+
+
+def test_the_python_api_refuses_discrete_actions_and_a_normaliser_of_another_shape():
+    import gymnasium as gym
+
+    from metra_gym.envs.normalization import ObservationNormalizer
+    from pretrain.algorithms.metra import METRA
+    from pretrain.run.env_wrappers import NormalizeObservationPreset
+
+    with pytest.raises(ValueError, match=r"CartPole-v1 has Discrete\(2\) actions; skill discovery here trains "
+                                         r"continuous \(Box\) actions"):
+        METRA("MlpPolicy", "CartPole-v1")
+    fitted_elsewhere = ObservationNormalizer(np.zeros(3), np.ones(3))
+    with pytest.raises(ValueError, match="the normaliser is for 3-d observations, but the environment's are 2-d"):
+        NormalizeObservationPreset(gym.make("metra/PointMass-v0"), fitted_elsewhere)

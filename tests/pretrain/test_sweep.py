@@ -39,3 +39,22 @@ def test_cpus_per_run_below_one_names_the_option(tmp_path, capsys, cpus):
     err = capsys.readouterr().err
     assert code == 2 and f"--cpus-per-run (CPUs and torch threads of each run) must be an integer >= 1, got {cpus}" in err
     assert "torch_threads" not in err.split("(")[0] and not (tmp_path / "sweep").exists()
+
+
+def test_a_cli_run_is_continued_by_the_sweep_and_a_sweep_trial_by_the_cli(tmp_path):
+    """The CLI and the sweep train the same run folder (tests/pretrain/algorithms/test_algorithm.py: a CLI run
+    continued in Python): a run the CLI started and the sweep finished equals a run made in one go."""
+    from pretrain.cli import main
+
+    settings = [*SETTINGS, "torch_threads=1"]  # what the sweep sets with cpus_per_run=1
+    trial = tmp_path / "sweep" / "seed=0"
+    assert main(["train", "--no-progress", "--config", "point_mass", "--run-dir", str(trial),
+                 *(f"--set={item}" for item in [*settings, "epochs=1"])]) == 0
+    rows = sweep("point_mass", tmp_path / "sweep", seeds=[0], overrides=SETTINGS)
+    assert [(r["seed"], r["epoch"]) for r in rows] == [(0, 2)]
+    train(load_config("point_mass", [*settings, "seed=0"]), tmp_path / "direct", verbose=0)
+    made = json.loads((tmp_path / "direct" / "eval" / "coverage.json").read_text())
+    swept = json.loads((trial / "eval" / "coverage.json").read_text())
+    assert [r["policy_coverage"] for r in swept] == [r["policy_coverage"] for r in made]
+    assert main(["train", "--no-progress", "--resume", str(trial), "--set", "epochs=3"]) == 0
+    assert json.loads((trial / "eval" / "coverage.json").read_text())[-1]["epoch"] == 3

@@ -57,13 +57,13 @@ from typing import Any, ClassVar
 
 import torch as th
 import torch.nn.functional as F
-from stable_baselines3.common.type_aliases import GymEnv
 from torch import nn
 
 from metra_gym.networks import mlp
 from metra_gym.skill_priors import UNIFORM
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
+from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.learner_parts import follow_learning_rate
-from pretrain.algorithms.common.paper_sac import PaperSkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 KNN_QUERIES = ("next_state", "state")  # k-NN distances from g(s') (URLB) or from g(s) (the CSF fork), to the g(s')
@@ -177,30 +177,13 @@ class CICLearner(SkillLearner):
         follow_learning_rate([self.cic_optimizer], learning_rate)
 
 
-class CIC(PaperSkillSAC):
-    """CIC on SAC, with CIC's own values (module docstring; 64-dimensional skills uniform in [0, 1]^64) and the METRA
-    paper's SAC settings (all networks 2 x 1024, Adam lr 1e-4).
+class CIC(SkillAlgorithm, SkillSAC):
+    """CIC on SAC, with the CIC paper's learner settings and the METRA paper's SAC settings (:meth:`on_backbone`
+    gives it on CrossQ or TQC).
 
-    :param policy: "MlpPolicy" or a policy class.
-    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
-    :param skill_dim: D, the size of z and of the embeddings (URLB: 64).
-    :param discrete_skills: one-hot skills instead of uniform draws in [0, 1]^D.
-    :param cic_net_arch: hidden widths of CIC's networks.
-    :param cic_learning_rate: their Adam learning rate.
-    :param temperature: T of the contrastive logits (URLB: 0.5).
-    :param knn_k: neighbours of the entropy estimate (URLB: 16).
-    :param knn_clip: clip of the normalised distances (URLB: 0.0005).
-    :param knn_query: k-NN distances from g(s') (``"next_state"``, URLB) or g(s) (``"state"``, the CSF fork).
-    :param project_skill: map z through an MLP (URLB: yes).
-    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
+    The skill learner's (:class:`CICLearner`) may be given as keywords of their own: ``cic_net_arch``,
+    ``cic_learning_rate``, ``temperature``, ``knn_k``, ``knn_clip``, ``knn_query``, ``project_skill``.
     """
 
-    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 64, discrete_skills: bool = False,
-                 cic_net_arch: list[int] | None = None, cic_learning_rate: float = 1e-4, temperature: float = 0.5,
-                 knn_k: int = 16, knn_clip: float = 5e-4, knn_query: str = "next_state", project_skill: bool = True,
-                 **kwargs: Any) -> None:
-        learner_kwargs = {"cic_net_arch": cic_net_arch or [1024, 1024], "cic_learning_rate": cic_learning_rate,
-                          "temperature": temperature, "knn_k": knn_k, "knn_clip": knn_clip, "knn_query": knn_query,
-                          "project_skill": project_skill}
-        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
-                         skill_learner_class=CICLearner, skill_learner_kwargs=learner_kwargs, **kwargs)
+    algo = "cic"

@@ -47,12 +47,12 @@ import math
 from typing import Any, ClassVar
 
 import torch as th
-from stable_baselines3.common.type_aliases import GymEnv
 from torch import nn
 
 from metra_gym.skill_priors import GAUSSIAN
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
+from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate
-from pretrain.algorithms.common.paper_sac import PaperSkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 LOG_RATIO_CLIP = 50.0  # official: exp(clip(log q_i - log q, -50, 50))
@@ -138,26 +138,12 @@ class DADSLearner(SkillLearner):
         follow_learning_rate([self.dynamics_optimizer], learning_rate)
 
 
-class DADS(PaperSkillSAC):
-    """DADS on SAC (off-policy), with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4) and
-    DADS's own values (module docstring).
+class DADS(SkillAlgorithm, SkillSAC):
+    """DADS on SAC (off-policy), as the METRA paper trains it (:meth:`on_backbone` gives it on CrossQ or TQC).
 
-    :param policy: "MlpPolicy" or a policy class.
-    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
-    :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills instead of N(0, I) draws.
-    :param dynamics_net_arch: hidden widths of the skill-dynamics model.
-    :param dynamics_learning_rate: Adam learning rate of the model.
-    :param alt_skills: L, alternative skills per transition in the reward (paper: 100).
-    :param batch_norm: batch-normalise the model's input and target.
-    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
+    The skill learner's (:class:`DADSLearner`) may be given as keywords of their own: ``dynamics_net_arch``,
+    ``dynamics_learning_rate``, ``alt_skills``, ``batch_norm``.
     """
 
-    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
-                 dynamics_net_arch: list[int] | None = None, dynamics_learning_rate: float = 1e-4,
-                 alt_skills: int = 100, batch_norm: bool = True, **kwargs: Any) -> None:
-        learner_kwargs = {"dynamics_net_arch": dynamics_net_arch or [1024, 1024],
-                          "dynamics_learning_rate": dynamics_learning_rate, "alt_skills": alt_skills,
-                          "batch_norm": batch_norm}
-        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
-                         skill_learner_class=DADSLearner, skill_learner_kwargs=learner_kwargs, **kwargs)
+    algo = "dads"

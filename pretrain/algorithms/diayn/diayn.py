@@ -41,11 +41,11 @@ from typing import Any, ClassVar
 
 import torch as th
 import torch.nn.functional as F
-from stable_baselines3.common.type_aliases import GymEnv
 
 from metra_gym.skill_priors import GAUSSIAN
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
+from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate
-from pretrain.algorithms.common.paper_sac import PaperSkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 
@@ -104,24 +104,12 @@ class DIAYNLearner(SkillLearner):
         follow_learning_rate([self.discriminator_optimizer], learning_rate)
 
 
-class DIAYN(PaperSkillSAC):
-    """DIAYN on SAC, with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4) and DIAYN's own
-    values (module docstring).
+class DIAYN(SkillAlgorithm, SkillSAC):
+    """DIAYN on SAC, as the METRA paper trains it (:meth:`on_backbone` gives it on CrossQ or TQC).
 
-    :param policy: "MlpPolicy" or a policy class.
-    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
-    :param skill_dim: D, the size of z.
-    :param discrete_skills: one-hot skills instead of N(0, I) draws.
-    :param discriminator_net_arch: hidden widths of the discriminator.
-    :param discriminator_learning_rate: Adam learning rate of the discriminator.
-    :param learn_std: continuous skills: learn a state-dependent std of q(z | s').
-    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
+    The skill learner's (:class:`DIAYNLearner`) may be given as keywords of their own:
+    ``discriminator_net_arch``, ``discriminator_learning_rate``, ``learn_std``.
     """
 
-    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
-                 discriminator_net_arch: list[int] | None = None, discriminator_learning_rate: float = 1e-4,
-                 learn_std: bool = True, **kwargs: Any) -> None:
-        learner_kwargs = {"discriminator_net_arch": discriminator_net_arch or [1024, 1024],
-                          "discriminator_learning_rate": discriminator_learning_rate, "learn_std": learn_std}
-        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
-                         skill_learner_class=DIAYNLearner, skill_learner_kwargs=learner_kwargs, **kwargs)
+    algo = "diayn"

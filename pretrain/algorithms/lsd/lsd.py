@@ -40,14 +40,14 @@ import copy
 from typing import Any, ClassVar
 
 import torch as th
-from stable_baselines3.common.type_aliases import GymEnv
 from torch import nn
 from torch.nn.utils import parametrize
 from torch.nn.utils.parametrizations import spectral_norm
 
 from metra_gym.networks import PhiNetwork
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
+from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.learner_parts import follow_learning_rate
-from pretrain.algorithms.common.paper_sac import PaperSkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 
@@ -133,20 +133,12 @@ class LSDLearner(SkillLearner):
         follow_learning_rate([self.phi_optimizer], learning_rate)
 
 
-class LSD(PaperSkillSAC):
-    """LSD on SAC, with the METRA paper's settings for it (all networks 2 x 1024, Adam lr 1e-4).
+class LSD(SkillAlgorithm, SkillSAC):
+    """LSD on SAC, as the METRA paper trains it (:meth:`on_backbone` gives it on CrossQ or TQC).
 
-    :param policy: "MlpPolicy" or a policy class.
-    :param env: a (vectorised) environment whose observation is ``[obs, z]``.
-    :param skill_dim: D, the size of z and of phi's output.
-    :param discrete_skills: one-hot skills instead of unit vectors.
-    :param phi_net_arch: hidden widths of phi.
-    :param phi_learning_rate: Adam learning rate of phi.
-    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC`.
+    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
+    The skill learner's (:class:`LSDLearner`) may be given as keywords of their own: ``phi_net_arch``,
+    ``phi_learning_rate``.
     """
 
-    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
-                 phi_net_arch: list[int] | None = None, phi_learning_rate: float = 1e-4, **kwargs: Any) -> None:
-        learner_kwargs = {"phi_net_arch": phi_net_arch or [1024, 1024], "phi_learning_rate": phi_learning_rate}
-        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
-                         skill_learner_class=LSDLearner, skill_learner_kwargs=learner_kwargs, **kwargs)
+    algo = "lsd"

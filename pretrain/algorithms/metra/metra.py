@@ -26,11 +26,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.type_aliases import GymEnv
 from torch import nn
 
 from metra_gym.networks import PhiNetwork
-from pretrain.algorithms.common.paper_sac import PaperSkillSAC
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
+from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.pixel_encoder import PixelPhiNetwork
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
@@ -110,28 +110,17 @@ class METRALearner(SkillLearner):
             group["lr"] = learning_rate
 
 
-class METRA(PaperSkillSAC):
-    """METRA on SAC. Defaults are the paper's hyperparameters for state-based Ant (all networks 2 x 1024).
+class METRA(SkillAlgorithm, SkillSAC):
+    """METRA on SAC, the paper's backbone (:meth:`on_backbone` gives it on CrossQ or TQC).
 
-    :param policy: "MlpPolicy" (:class:`~pretrain.algorithms.common.policies.SkillSACPolicy`) or a policy class.
-    :param env: a (vectorised) environment whose observation is ``[obs, z]`` with z in the last ``skill_dim``
-        entries.
-    :param skill_dim: D, the size of z and of phi's output.
-    :param discrete_skills: one-hot skills instead of unit vectors.
-    :param phi_net_arch: hidden widths of phi.
-    :param phi_learning_rate: Adam learning rate of phi.
-    :param dual_learning_rate: Adam learning rate of log lambda.
-    :param dual_slack: eps of the relaxed constraint.
-    :param dual_lam_init: initial lambda.
-    Other parameters: :class:`~pretrain.algorithms.common.paper_sac.PaperSkillSAC` (the paper's SAC settings).
+    Example:
+        >>> from pretrain.algorithms.metra import METRA
+        >>> model = METRA("MlpPolicy", "metra/PointMass-v0", skill_dim=2, learning_starts=100)
+        >>> _ = model.learn(200)
+
+    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
+    The skill learner's (:class:`METRALearner`) may be given as keywords of their own: ``phi_net_arch``,
+    ``phi_learning_rate``, ``dual_learning_rate``, ``dual_slack``, ``dual_lam_init``.
     """
 
-    def __init__(self, policy: str | type, env: GymEnv | str, skill_dim: int = 2, discrete_skills: bool = False,
-                 phi_net_arch: list[int] | None = None, phi_learning_rate: float = 1e-4,
-                 dual_learning_rate: float = 1e-4, dual_slack: float = 1e-3, dual_lam_init: float = 30.0,
-                 **kwargs: Any) -> None:
-        learner_kwargs = {"phi_net_arch": phi_net_arch or [1024, 1024], "phi_learning_rate": phi_learning_rate,
-                          "dual_learning_rate": dual_learning_rate, "dual_slack": dual_slack,
-                          "dual_lam_init": dual_lam_init}
-        super().__init__(policy, env, skill_dim=skill_dim, discrete_skills=discrete_skills,
-                         skill_learner_class=METRALearner, skill_learner_kwargs=learner_kwargs, **kwargs)
+    algo = "metra"
