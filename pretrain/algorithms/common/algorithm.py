@@ -31,7 +31,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from metra_gym.skill_priors import UNIT
 from pretrain.algorithms.common.backbones import AUTO_HALF, BACKBONES
-from pretrain.run.config import PretrainConfig
+from pretrain.run.config import ALGORITHM_SKILL_SPACES, PretrainConfig
 from pretrain.run.env_wrappers import SkillConditioned
 
 if TYPE_CHECKING:
@@ -140,8 +140,9 @@ class SkillAlgorithm:
 
     @classmethod
     def default_config(cls) -> PretrainConfig:
-        """The configuration whose values a model built in Python takes for what it is not given."""
-        return PretrainConfig(algo=cls.algo, backbone=cls.backbone_name())
+        """The configuration whose values a model built in Python takes for what it is not given (with the
+        algorithm's own skill space where it has one: CIC's 64 continuous skills)."""
+        return PretrainConfig(algo=cls.algo, backbone=cls.backbone_name(), **ALGORITHM_SKILL_SPACES.get(cls.algo, {}))
 
     @classmethod
     def learner_class(cls) -> type[SkillLearner]:
@@ -216,6 +217,18 @@ class SkillAlgorithm:
         if env is not None and not isinstance(env, VecEnv):
             env = skill_conditioned(env, *_saved_skill_spec(path), cls.learner_class().skill_prior)
         return super().load(path, env=env, **kwargs)  # type: ignore[misc]
+
+    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
+        """SB3's ``load_replay_buffer``; a run state's buffer (``run_state/latest`` or its ``replay_buffer.pkl``,
+        saved in segments by :mod:`pretrain.run.replay_segments`) loads too."""
+        from pretrain.run.replay_segments import META, load_replay
+
+        if isinstance(path, (str, pathlib.Path)):
+            path = pathlib.Path(path)
+            if path.is_dir() or path.name == META:
+                self.replay_buffer = load_replay(path if path.is_dir() else path.parent, self.device)
+                return
+        super().load_replay_buffer(path, truncate_last_traj)  # type: ignore[misc]
 
     def export_skills(self, out_dir: str | pathlib.Path, force: bool = False) -> pathlib.Path:
         """Write the skill policy (and phi, for METRA and LSD) as a pickle-free skill checkpoint folder

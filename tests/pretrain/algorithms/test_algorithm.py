@@ -12,7 +12,7 @@ import metra_gym
 from pretrain.algorithms import algorithm_class, skill_learner
 from pretrain.algorithms.metra import METRA
 from pretrain.cli import main
-from pretrain.run.config import ALGORITHMS, PretrainConfig, load_config
+from pretrain.run.config import ALGORITHM_SKILL_SPACES, ALGORITHMS, PretrainConfig, load_config
 from pretrain.run.env_wrappers import SkillConditioned
 from pretrain.run.trainer import build_model, env_factory, training_env
 
@@ -23,7 +23,7 @@ SMALL = {"learning_starts": 50, "batch_size": 32, "gradient_steps": 2, "train_fr
 
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_a_class_built_in_python_takes_the_training_configs_defaults(algo):
-    config = PretrainConfig(algo=algo)
+    config = PretrainConfig(algo=algo, **ALGORITHM_SKILL_SPACES.get(algo, {}))  # CIC: 64 continuous skills
     model = algorithm_class(algo)("MlpPolicy", "metra/PointMass-v0", buffer_size=1000)
     assert type(model).__name__ == algo.upper()
     assert (model.learning_rate, model.learning_starts, model.gradient_steps, model.batch_size) == (
