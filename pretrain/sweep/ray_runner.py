@@ -69,22 +69,22 @@ def available_cpus() -> int:
 
 def _check_reachable(address: str) -> None:
     """One clear error for a cluster address nobody answers at, before Ray retries it for minutes."""
-    try:
-        from ray._private.services import canonicalize_bootstrap_address
+    resolved = address
+    if address == "auto":  # the address of the last `ray start` on this machine, as Ray finds it
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
 
-        resolved = canonicalize_bootstrap_address(address) or address  # "auto": the address of the last `ray start`
-    except ConnectionError:
-        raise ConfigError(f"no Ray cluster found for --address {address}; start one with `ray start --head`, or "
-                          "leave out --address to run on this machine") from None
-    except (ImportError, AttributeError, ValueError):  # another Ray version, or a form Ray parses itself
-        resolved = address
+            resolved = canonicalize_bootstrap_address(address) or address
+        except ConnectionError:
+            raise ConfigError(f"no Ray cluster found for --address {address}; start one with `ray start --head`, "
+                              "or leave out --address to run on this machine") from None
+        except (ImportError, AttributeError, ValueError):  # another Ray version: Ray resolves it itself
+            return
     host, _, port = resolved.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
-        if address == "auto":
-            return  # Ray finds the cluster itself (and says so clearly when there is none)
         raise ConfigError(f"--address must be HOST:PORT of a Ray cluster's head, or 'auto'; got {address!r}")
     try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
         raise ConfigError(f"cannot reach a Ray cluster at --address {address} ({error.strerror or error}); start it "
                           "with `ray start --head`, check the address, or leave out --address to run on this "

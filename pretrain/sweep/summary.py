@@ -82,9 +82,11 @@ def summarize(trials: list[Trial], run_root: str | Path,
     for trial in trials:
         groups.setdefault((trial.env, trial.method), []).append(trial)
     seconds = epoch_seconds or {}
+    idle = [key in seconds for key in groups]
     return {"metric": METRIC, "run_root": str(run_root),
-            "hours": ("idle estimate: epochs x epoch_seconds of the sweep file" if seconds else
-                      "the runs' wall clock (mean over seeds)"),
+            "hours": ("idle estimate: epochs x epoch_seconds of the sweep file" if all(idle) else
+                      "the runs' wall clock (mean over seeds)" if not any(idle) else
+                      "idle estimate where the group's epoch_seconds is given, else the runs' wall clock"),
             "spread": "over seeds: sample standard deviation (ddof 1), min and max; figure bands: min to max",
             "groups": [_group(env, method, members, run_root, seconds.get((env, method)))
                        for (env, method), members in groups.items()]}
@@ -112,7 +114,8 @@ def table(summary: dict[str, Any]) -> str:
 
 
 def plot(summary: dict[str, Any], path: Path) -> None:
-    """Coverage against env steps and against hours, one row per env, a mean line and a min-max band per method."""
+    """Coverage against env steps and against hours, one row per env, a mean line and a min-max band per method
+    (a dot with the standard deviation: held out at the end, where measured)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,9 +132,14 @@ def plot(summary: dict[str, Any], path: Path) -> None:
             mean = [point["mean"] for point in curve]
             low, high = [point["min"] for point in curve], [point["max"] for point in curve]
             label = f"{group['method']} ({len(group['seeds'])} seeds)"
-            for ax, x in ((by_steps, [p["env_steps"] / 1e6 for p in curve]), (by_hours, [p["hours"] for p in curve])):
+            final, held = group["final"], group.get("held_out")  # held out: added by benchmarks/comparison.py
+            for ax, x, key, scale in ((by_steps, [p["env_steps"] / 1e6 for p in curve], "env_steps", 1e6),
+                                      (by_hours, [p["hours"] for p in curve], "hours", 1.0)):
                 ax.plot(x, mean, color=colors[group["method"]], lw=1.8, label=label)
                 ax.fill_between(x, low, high, color=colors[group["method"]], alpha=0.2, lw=0)
+                if held and final:
+                    ax.errorbar(final[key] / scale, held["mean"], yerr=held["std"], fmt="o", capsize=3,
+                                color=colors[group["method"]])
         by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (bins)", title=f"{env}: per env step")
         by_hours.set(xlabel="hours (" + ("idle estimate" if summary["hours"].startswith("idle") else "wall clock")
                      + ")", ylabel="policy coverage (bins)", title=f"{env}: per hour")

@@ -197,7 +197,8 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
     for table, key in ((budgets, "epochs"), (seconds, "epoch_seconds")):
         for env in table:
             if env not in envs:
-                raise _fail(path, f"{key} names env {env!r}, which `envs` does not list{_suggest(str(env), list(envs))}")
+                raise _fail(path, f"{key} names env {env!r}, which `envs` does not list"
+                                  f"{_suggest(str(env), list(envs))}")
 
     trials, epoch_seconds = [], {}
     for env, config in envs.items():
