@@ -182,6 +182,10 @@ def _sweep(args: argparse.Namespace) -> int:
               "one resumes from its last saved run state when you run the same command again:\n  "
               f"{_sweep_command(args)}", file=sys.stderr)
         return 128 + {"SIGINT": 2, "SIGTERM": 15}[stop.signal_name]
+    except KeyboardInterrupt:  # before any trial started (while the run folders were checked)
+        print(f"metra-pretrain: sweep interrupted before any trial started; to run it: {_sweep_command(args)}",
+              file=sys.stderr)
+        return 130
     for outcome in result.outcomes:
         line = f"{outcome.name}: {outcome.outcome}, epoch {outcome.epoch}, policy coverage {outcome.policy_coverage}"
         print(line + (f"; {outcome.error}" if outcome.error else ""))

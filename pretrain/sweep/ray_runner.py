@@ -142,14 +142,17 @@ def run_trial(tune_config: dict[str, Any], specs: dict[str, dict[str, Any]]) -> 
     spec = specs[tune_config["trial"]]
     run_dir = Path(spec["run_dir"])
     try:
+        (run_dir / ERROR_FILE).unlink(missing_ok=True)  # an earlier attempt's
         resume = spec["state"] == RESUME
         config = read_run_config(run_dir, spec["resumable"]) if resume else build_config(spec["config"])
         train(config, run_dir, resume=resume, verbose=0, on_evaluation=lambda row: tune.report(dict(row)))
     except Exception:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / ERROR_FILE).write_text(traceback.format_exc())
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / ERROR_FILE).write_text(traceback.format_exc())
+        except OSError:  # the run folder cannot be written: Tune still records the error
+            pass
         raise
-    (run_dir / ERROR_FILE).unlink(missing_ok=True)
 
 
 def last_evaluation(run_dir: Path) -> dict[str, Any]:
@@ -217,10 +220,15 @@ def _tune_environment() -> Iterator[None]:
 
 
 def _progress_callback(planned: dict[str, PlannedTrial], echo: Callable[[str], None]):
-    """A Tune callback printing one line when a trial finishes or fails."""
+    """A Tune callback printing one line per evaluation of a trial, and when it finishes or fails."""
     from ray import tune
 
     class Progress(tune.Callback):
+        def on_trial_result(self, iteration: int, trials: list, trial, result: dict, **info) -> None:
+            if "policy_coverage" in result:
+                echo(f"trial {trial.config['trial']}: epoch {result.get('epoch')}, policy coverage "
+                     f"{result['policy_coverage']}")
+
         def on_trial_complete(self, iteration: int, trials: list, trial, **info) -> None:
             name = trial.config["trial"]
             row = last_evaluation(planned[name].run_dir)

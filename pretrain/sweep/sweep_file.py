@@ -15,7 +15,7 @@
     methods:                    # label -> its settings; the label is the algo unless the settings give `algo`
       metra: {}
       lsd: {}
-      cic-k16: {algo: cic, cic_knn_k: 16}
+      cic_k16: {algo: cic, cic_knn_k: 16}
 
 Each env x method x seed is a trial, run folder ``ENV-METHOD-seed=N``. Everything is checked when the file is
 read: unknown keys, methods and envs, an option of one algorithm given to another, a budget missing for a method.
