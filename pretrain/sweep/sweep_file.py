@@ -164,6 +164,8 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
     refuse_sweep_keys([item.split("=", 1)[0] for item in common], f"sweep file {path}: set")
     if any(item.startswith("epochs=") for item in common):
         raise _fail(path, "set gives epochs; budgets go in `epochs:` (per env, or per env and method)")
+    if any(item.startswith("algo=") for item in common):
+        raise _fail(path, "set gives algo; each method names its own (its label, or `algo:` in its settings)")
     for label in [*envs, *methods]:
         if not isinstance(label, str) or not _LABEL.match(label):
             raise _fail(path, f"label {label!r} must be letters, digits, '_', '.' or '+' (it names run folders)")

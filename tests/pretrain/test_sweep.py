@@ -104,6 +104,7 @@ def write_sweep_file(tmp_path: Path, text: str) -> Path:
     (("seeds:", "seed:"), "unknown key 'seed'"),
     (("metra: {}", "metra: {seed: 4}"), "give seeds with --seeds"),
     (("metra: {}", "metra: {epochs: 4}"), "budgets go in `epochs:`"),
+    (("gradient_steps: 10}", "gradient_steps: 10, algo: lsd}"), "set gives algo"),
 ])
 def test_bad_sweep_files_fail_in_one_line_before_anything_starts(tmp_path, edit, message):
     path = write_sweep_file(tmp_path, SWEEP_FILE.replace(*edit))
