@@ -405,6 +405,28 @@ def cli_cases(run: Runner) -> list[Row]:
     # Sweep: every case must fail before Ray starts.
     rows.append(run.cli(g, ["sweep", "--config", "point_mass", "--run-root", "sweep", "--grid", "epoch=1,2"]))
     rows.append(run.cli(g, ["sweep", "--config", "point_mass", "--run-root", "sweep", "--cpus-per-run", "0"]))
+    rows.extend(sweep_cases(run))
+    return rows
+
+
+def sweep_cases(run: Runner) -> list[Row]:
+    """Sweeps that could never run, duplicate trials, bad sweep files, a resume under a changed setting: each must
+    end at once, before Ray starts, in one clear line."""
+    g = "cli/config"
+    base = ["sweep", "--config", "point_mass", "--run-root", "sweep"]
+    methods = "seeds: [0]\nconfig: point_mass\nepochs: {point_mass: 1}\nmethods:\n  metra: {}\n"
+    tiny = [a for s in TINY if not s.startswith("torch_threads=") for a in ("--set", s)]
+    rows = [run.cli(g, [*base, *extra]) for extra in (
+        ["--address", "127.0.0.1:9"], ["--cpus-per-run", "4096"], ["--seeds", "0", "0"], ["--grid", "seed=3,4"],
+        ["--grid", "gradient_steps=5", "--grid", "gradient_steps=6"], ["--set", "torch_threads=2"])]
+    for label, text in (("an unknown method", methods + "  lsdd: {}\n"),
+                        ("an option of metra given to lsd", methods + "  lsd: {dual_slack: 0.01}\n")):
+        rows.append(run.cli(g, ["sweep", "sweep.yaml", "--run-root", "sweep"], files={"sweep.yaml": text},
+                            label=f"metra-pretrain sweep sweep.yaml --run-root sweep (sweep file with {label})"))
+    rows.append(run.cli(g, [*base, "--seeds", "0", *tiny, "--set", "net_width=32"],
+                        fixtures={"sweep/seed=0": "tiny_run"},
+                        label="metra-pretrain sweep --config point_mass --run-root sweep --seeds 0 --set net_width=32 "
+                              "(sweep/seed=0 holds the tiny run trained with net_width=16) + tiny settings"))
     return rows
 
 

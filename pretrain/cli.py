@@ -11,6 +11,7 @@ Examples::
     metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
     metra-pretrain goal-eval ant --goals 50 --out eval/ant-goals     # zero-shot goal reaching
     metra-pretrain sweep --config ant --seeds 0 1 --run-root runs/sweep  # seeds (and grids) through Ray Tune
+    metra-pretrain sweep benchmarks/comparison.yaml --run-root runs/comparison --cpus-per-run 2  # a sweep file
 """
 
 from __future__ import annotations
@@ -150,20 +151,55 @@ def _goal_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_command(args: argparse.Namespace) -> str:
+    """The command line of this sweep, as the user runs it again to resume."""
+    words = ["metra-pretrain", "sweep", *([args.sweep_file] if args.sweep_file else []), "--run-root", args.run_root]
+    if args.config:
+        words += ["--config", args.config]
+    if args.seeds is not None:
+        words += ["--seeds", *map(str, args.seeds)]
+    for option, values in (("--grid", args.grid), ("--set", args.set), ("--only", args.only)):
+        for value in values or []:
+            words += [option, value]
+    if args.cpus_per_run != 1:
+        words += ["--cpus-per-run", str(args.cpus_per_run)]
+    if args.address:
+        words += ["--address", args.address]
+    return shlex.join(words)
+
+
 def _sweep(args: argparse.Namespace) -> int:
-    from pretrain.sweep import parse_grid, sweep
+    from pretrain.sweep import SweepInterrupted, parse_grid, sweep
 
     try:
-        rows = sweep(args.config, args.run_root, args.seeds, parse_grid(args.grid or []), args.set,
-                     cpus_per_run=args.cpus_per_run, address=args.address)
+        if args.sweep_file:
+            given = [option for option, value in (("--config", args.config), ("--seeds", args.seeds),
+                                                  ("--grid", args.grid)) if value]
+            if given:
+                raise ConfigError(f"the sweep file {args.sweep_file} gives the configs, seeds and methods; leave out "
+                                  f"{' and '.join(given)} (--set KEY=VALUE applies to every trial)")
+        result = sweep(args.config or "ant", args.run_root, args.seeds, parse_grid(args.grid or []), args.set,
+                       cpus_per_run=args.cpus_per_run, address=args.address, sweep_file=args.sweep_file,
+                       only=args.only, echo=lambda line: print(line, flush=True))
     except ConfigError as error:
         return _fail(error)
-    except RuntimeError as error:
-        print(f"metra-pretrain: sweep failed: {error}", file=sys.stderr)
+    except SweepInterrupted as stop:
+        print(f"metra-pretrain: sweep stopped by {stop.signal_name}; finished trials are kept and each unfinished "
+              "one resumes from its last saved run state when you run the same command again:\n  "
+              f"{_sweep_command(args)}", file=sys.stderr)
+        return 128 + {"SIGINT": 2, "SIGTERM": 15}[stop.signal_name]
+    except KeyboardInterrupt:  # before any trial started (while the run folders were checked)
+        print(f"metra-pretrain: sweep interrupted before any trial started; to run it: {_sweep_command(args)}",
+              file=sys.stderr)
+        return 130
+    for outcome in result.outcomes:
+        line = f"{outcome.name}: {outcome.outcome}, epoch {outcome.epoch}, policy coverage {outcome.policy_coverage}"
+        print(line + (f"; {outcome.error}" if outcome.error else ""))
+    print(f"run folders in {args.run_root}; summary over seeds in {result.summary_dir}")
+    if result.failed:
+        print(f"metra-pretrain: {len(result.failed)} of {len(result.outcomes)} trial(s) failed (the others are "
+              f"done); fix the cause, then run the same command again: {_sweep_command(args)}", file=sys.stderr)
         return 1
-    for row in sorted(rows, key=lambda r: str(sorted(r.items()))):
-        print(", ".join(f"{k}={v}" for k, v in row.items()))
-    print(f"run folders in {args.run_root}")
     return 0
 
 
@@ -197,14 +233,22 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--command-line", help="the training command to record in the model card")
     export.set_defaults(func=_export)
 
-    sweep = commands.add_parser("sweep", help="several runs (seeds x a grid of overrides) through Ray Tune")
-    sweep.add_argument("--config", default="ant", help=f"bundled config {builtin_configs()} or a YAML file")
+    sweep = commands.add_parser("sweep", help="many runs (seeds x a grid, or a sweep file) through Ray Tune",
+                                description="Many runs through Ray Tune, one run folder each. Running the same "
+                                            "command again resumes the sweep: finished runs are kept, unfinished "
+                                            "ones resume from their run state.")
+    sweep.add_argument("sweep_file", nargs="?", help="a sweep file (YAML: seeds, envs, epochs, methods); see "
+                                                     "benchmarks/comparison.yaml")
     sweep.add_argument("--run-root", required=True, help="folder for the runs (one run folder per trial)")
-    sweep.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    sweep.add_argument("--config", help=f"without a sweep file: bundled config {builtin_configs()} or a YAML file "
+                                        "(default: ant)")
+    sweep.add_argument("--seeds", type=int, nargs="+", help="without a sweep file: the seeds (default: 0 1)")
     sweep.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="values to try for a key (repeatable)")
     sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run (repeatable)")
+    sweep.add_argument("--only", action="append", metavar="LABEL", help="with a sweep file: run only this env or "
+                                                                         "method (repeatable)")
     sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run (also its torch threads)")
-    sweep.add_argument("--address", help="a Ray cluster to join ('auto'); default: Ray on this machine")
+    sweep.add_argument("--address", help="a Ray cluster to join ('auto' or HOST:PORT); default: Ray on this machine")
     sweep.set_defaults(func=_sweep)
 
     evaluate = commands.add_parser("evaluate", help="policy coverage and figures of a skill checkpoint")

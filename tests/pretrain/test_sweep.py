@@ -1,44 +1,317 @@
-"""Multi-seed runs through Ray Tune: each trial is an ordinary run folder, equal to the same run made directly."""
+"""Sweeps: trials as ordinary run folders, resumable across sessions, bad input refused before any trial starts,
+interrupts that say how to resume and leave nothing of Ray behind, and the summary over seeds.
+
+The tests marked ``slow`` start Ray (about a minute each on a busy 2-core machine); the others do not."""
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from pretrain.cli import main
 from pretrain.run.config import ConfigError, load_config
 from pretrain.run.trainer import train
 from pretrain.sweep import sweep
+from pretrain.sweep.summary import summarize, write_summary
+from pretrain.sweep.sweep_file import read_sweep_file
+from pretrain.sweep.trials import Trial
+from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
 
-SETTINGS = ["epochs=2", "learning_starts=200", "net_width=16", "n_envs=2", "eval_every=1", "eval_skills=4"]
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["learning_starts=200", "net_width=16", "n_envs=2", "eval_every=1", "eval_skills=4", "save_every=1",
+        "gradient_steps=10", "save_replay_buffer=true"]
+SWEEP_FILE = """\
+seeds: [0, 1, 2]
+config: point_mass
+epochs: {point_mass: 2}
+set: {learning_starts: 200, net_width: 16, n_envs: 2, eval_every: 1, eval_skills: 4, save_every: 1,
+      gradient_steps: 10}
+methods:
+  metra: {}
+"""
 
 
-def test_sweep_runs_each_seed_as_a_run_folder_equal_to_a_direct_run(tmp_path):
-    rows = sweep("point_mass", tmp_path / "sweep", seeds=[0, 1], grid={"gradient_steps": [10]}, overrides=SETTINGS)
-    assert sorted((r["seed"], r["epoch"]) for r in rows) == [(0, 2), (1, 2)]
-    for seed in (0, 1):
-        folder = tmp_path / "sweep" / f"gradient_steps=10-seed={seed}"
-        assert (folder / "run_state" / "latest" / "state.json").is_file()
-        direct = tmp_path / f"direct-{seed}"
-        train(load_config("point_mass", [*SETTINGS, "gradient_steps=10", f"seed={seed}", "torch_threads=1"]),
-              direct, verbose=0)
-        swept = json.loads((folder / "eval" / "coverage.json").read_text())
-        made = json.loads((direct / "eval" / "coverage.json").read_text())
-        assert [r["policy_coverage"] for r in swept] == [r["policy_coverage"] for r in made]
+def cli(tmp_path: Path, *args: str) -> list[str]:
+    return ["sweep", "--config", "point_mass", "--run-root", str(tmp_path / "sweep"), *args]
 
 
-def test_a_bad_grid_fails_before_ray_starts(tmp_path):
-    with pytest.raises(ConfigError, match="unknown config key 'gradient_step'"):
-        sweep("point_mass", tmp_path / "sweep", seeds=[0], grid={"gradient_step": [10]}, overrides=SETTINGS)
+def closed_port() -> int:
+    """A local TCP port nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# --- bad input: one clear line each, before any trial starts (no Ray, nothing written) ---------------------------
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seeds", "0", "0"], "--seeds lists 0 twice"),
+    (["--grid", "seed=3,4"], "give seeds with --seeds"),
+    (["--grid", "gradient_steps=5", "--grid", "gradient_steps=6"], "--grid gradient_steps is given twice"),
+    (["--grid", "gradient_steps=5,5"], "--grid gradient_steps lists 5 twice"),
+    (["--grid", "learning_rate=1e-4,0.0001"], "are the same run (equal configs)"),
+    (["--set", "torch_threads=2"], "--cpus-per-run sets it"),
+    (["--grid", "algo=metra,lsd", "--set", "dual_slack=0.001"], "dual_slack, an option of algo metra"),
+    (["--grid", "gradient_step=10"], "unknown config key 'gradient_step'"),
+    (["--cpus-per-run", "0"], "--cpus-per-run (CPUs and torch threads of each run) must be an integer >= 1, got 0"),
+])
+def test_bad_sweeps_fail_in_one_line_before_anything_starts(tmp_path, capsys, args, message):
+    code = main(cli(tmp_path, *args))
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "sweep").exists()
 
 
-@pytest.mark.parametrize("cpus", [0, -2])
-def test_cpus_per_run_below_one_names_the_option(tmp_path, capsys, cpus):
-    from pretrain.cli import main
-
-    code = main(["sweep", "--config", "point_mass", "--run-root", str(tmp_path / "sweep"), "--cpus-per-run", str(cpus)])
+@pytest.mark.parametrize("case", ["unreachable cluster", "more CPUs than the machine"])
+def test_sweeps_that_could_never_run_end_at_once(tmp_path, capsys, case):
+    extra = (["--address", f"127.0.0.1:{closed_port()}"] if case == "unreachable cluster"
+             else ["--cpus-per-run", str(len(os.sched_getaffinity(0)) + 1)])
+    start = time.monotonic()
+    code = main(cli(tmp_path, *extra))
     err = capsys.readouterr().err
-    assert code == 2 and f"--cpus-per-run (CPUs and torch threads of each run) must be an integer >= 1, got {cpus}" in err
-    assert "torch_threads" not in err.split("(")[0] and not (tmp_path / "sweep").exists()
+    assert time.monotonic() - start < 30  # was: no answer after 150 s
+    expected = "cannot reach a Ray cluster" if case == "unreachable cluster" else "CPU(s) of this machine"
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "sweep").exists()
+
+
+def write_sweep_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("metra: {}", "metra: {}\n  lsdd: {}"), "unknown method: method 'lsdd'"),
+    (("metra: {}", "metra: {}\n  lsd: {algo: lsd, dual_slack: 0.001}"), "method 'lsd' runs algo lsd, but gives "
+                                                                        "dual_slack, an option of algo metra"),
+    (("metra: {}", "metra: {}\n  lsd: {}"), None),  # legal: the label names the algo
+    (("metra: {}", "metra: {}\n  cic: {}\n  lsd: {cic_knn_k: 16}"), "method 'lsd' runs algo lsd, but gives cic_knn_k"),
+    (("metra: {}", "metra: {}\n  big: {algo: metra, net_width: 32}"), None),  # a variant with its algo
+    (("metra: {}", "metra: {}\n  x: {algo: ppo}"), "unknown method: its algo 'ppo'"),
+    (("gradient_steps: 10}", "gradient_steps: 10, dual_slack: 0.01}\n  # x"), None),  # metra only: fine
+    (("metra: {}", "metra: {}\n  metra: {net_width: 8}"), "'metra' is given twice"),
+    (("seeds: [0, 1, 2]", "seeds: [0, 1, 0]"), "seeds lists 0 twice"),
+    (("epochs: {point_mass: 2}", "epochs: {point_mass: {lsd: 2}}"), "names method 'lsd', which `methods` does not"),
+    (("epochs: {point_mass: 2}", "epochs: {ant: 2}"), "names env 'ant', which `envs` does not list"),
+    (("seeds:", "seed:"), "unknown key 'seed'"),
+    (("metra: {}", "metra: {seed: 4}"), "give seeds with --seeds"),
+    (("metra: {}", "metra: {epochs: 4}"), "budgets go in `epochs:`"),
+    (("gradient_steps: 10}", "gradient_steps: 10, algo: lsd}"), "set gives algo"),
+])
+def test_bad_sweep_files_fail_in_one_line_before_anything_starts(tmp_path, edit, message):
+    path = write_sweep_file(tmp_path, SWEEP_FILE.replace(*edit))
+    if message is None:
+        assert read_sweep_file(path).trials
+        return
+    with pytest.raises(ConfigError) as error:
+        sweep(run_root=tmp_path / "sweep", sweep_file=path)
+    text = str(error.value)
+    assert text.startswith(f"sweep file {path}: ") and message in text and "\n" not in text, text
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_a_sweep_file_takes_no_config_seeds_or_grid_and_only_names_its_labels(tmp_path, capsys):
+    path = write_sweep_file(tmp_path, SWEEP_FILE)
+    assert main(["sweep", str(path), "--run-root", str(tmp_path / "sweep"), "--seeds", "0"]) == 2
+    assert "leave out --seeds" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--run-root", str(tmp_path / "sweep"), "--only", "lsd"]) == 2
+    assert "--only 'lsd' is neither an env nor a method" in capsys.readouterr().err
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_the_comparison_file_gives_every_method_its_algo_and_budget():
+    read = read_sweep_file(ROOT / "benchmarks" / "comparison.yaml")
+    configs = {trial.name: trial.config(2) for trial in read.trials}
+    assert len(configs) == 2 * 5 * 2  # envs x methods x seeds
+    assert {(c.env_id, c.algo) for c in configs.values()} == {
+        (env, algo) for env in ("metra/Ant-v0", "metra/HalfCheetah-v0") for algo in ("metra", "lsd", "diayn", "dads",
+                                                                                      "cic")}
+    ant, cheetah = configs["ant-metra-seed=0"], configs["half_cheetah-metra-seed=0"]
+    assert ant.epochs == 2100 and ant.seed == 0 and configs["ant-metra-seed=1"].seed == 1
+    assert cheetah.discrete_skills and cheetah.epochs < ant.epochs
+    for name, config in configs.items():  # the shared backbone settings of the env's config
+        base = load_config("ant" if name.startswith("ant") else "half_cheetah")
+        assert (config.net_width, config.gradient_steps, config.learning_rate) == (
+            base.net_width, base.gradient_steps, base.learning_rate)
+        assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
+
+
+def tiny_run(run_dir: Path, seed: int, epochs: int, *settings: str) -> list[dict]:
+    config = load_config("point_mass", [*TINY, f"epochs={epochs}", f"seed={seed}", "torch_threads=1", *settings])
+    return train(config, run_dir, verbose=0).history
+
+
+def test_a_sweep_may_not_resume_a_run_under_a_setting_a_resumed_run_may_not_change(tmp_path, capsys):
+    tiny_run(tmp_path / "sweep" / "seed=0", 0, 1)
+    before = (tmp_path / "sweep" / "seed=0" / "config.yaml").read_text()
+    args = cli(tmp_path, "--seeds", "0", *[a for s in [*TINY, "epochs=2", "net_width=32"] for a in ("--set", s)])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "trial seed=0: its run folder" in err and "net_width=16 (the sweep now gives 32)" in err
+    assert "a resumed run may change only" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "sweep" / "seed=0" / "config.yaml").read_text() == before
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == ["seed=0"]
+
+
+# --- the summary over seeds ------------------------------------------------------------------------------------------
+
+
+def test_summary_gives_mean_and_spread_over_seeds_at_the_end_all_seeds_reached(tmp_path):
+    trials = [Trial(f"m-seed={s}", "point_mass", ("epochs=4",), "point_mass", "m", s) for s in (0, 1, 2)]
+    coverage = {0: [4, 10, 20], 1: [4, 14, 30], 2: [4, 12]}  # seed 2 has not reached epoch 4 yet
+    for seed, values in coverage.items():
+        rows = [{"epoch": 2 * i, "env_steps": 200 * i, "wall_clock_s": 36.0 * i, "policy_coverage": v}
+                for i, v in enumerate(values)]
+        (tmp_path / f"m-seed={seed}" / "eval").mkdir(parents=True)
+        (tmp_path / f"m-seed={seed}" / "eval" / "coverage.json").write_text(json.dumps(rows))
+    summary = summarize(trials, tmp_path, {("point_mass", "m"): 1.8})
+    group = summary["groups"][0]
+    assert group["finished_seeds"] == 2
+    assert group["final"]["epoch"] == 2 and group["final"]["values"] == [10, 14, 12]
+    assert group["final"]["mean"] == 12.0 and group["final"]["std"] == 2.0
+    assert (group["final"]["min"], group["final"]["max"]) == (10, 14)
+    last = group["curve"][-1]
+    assert (last["epoch"], last["n"], last["mean"], last["hours"]) == (4, 2, 25.0, 0.002)  # 4 x 1.8 s
+    out = write_summary(summary, tmp_path / "summary")
+    assert "12.0 ± 2.0 (10, 14, 12)" in (out / "table.md").read_text()
+    assert (out / "figure.png").stat().st_size > 1000 and json.loads((out / "summary.json").read_text())["groups"]
+
+
+# --- nothing outlives the sweep --------------------------------------------------------------------------------------
+
+
+DRIVER = """
+import subprocess, sys, time
+from pretrain.sweep.watchdog import Watchdog
+watchdog = Watchdog()
+# A child that starts a process and dies, leaving it to init, as Ray's raylet leaves its agents when it is killed.
+subprocess.Popen([sys.executable, "-c", "import subprocess, time; print(subprocess.Popen(['sleep', '300']).pid, "
+                  "flush=True); time.sleep(1)"]).wait()
+time.sleep(300)
+"""
+
+
+def test_the_watchdog_ends_what_the_sweep_started_after_a_sigkill():
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        sleeper = int(driver.stdout.readline())
+        orphan = {sleeper: process_tree()[sleeper][1]}
+        deadline = time.monotonic() + 30
+        while sleeper in descendants(driver.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)  # until the sleeper has left the sweep's tree
+        assert sleeper not in descendants(driver.pid) and alive(orphan)
+    finally:
+        driver.kill()
+        driver.wait()
+    deadline = time.monotonic() + 10
+    while alive(orphan) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = alive(orphan)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the orphaned process outlived the killed sweep"
+
+
+def test_the_watchdog_leaves_alone_what_ran_before_it(tmp_path):
+    before = subprocess.Popen(["sleep", "60"])
+    try:
+        watchdog = Watchdog([tmp_path / "scratch"])
+        (tmp_path / "scratch").mkdir()
+        watchdog.close()
+        assert before.poll() is None and not (tmp_path / "scratch").exists()
+    finally:
+        before.kill()
+        before.wait()
+
+
+# --- with Ray -------------------------------------------------------------------------------------------------------
+
+
+def folder_files(folder: Path) -> dict[str, int]:
+    """Every file below ``folder`` with its modification time (ns)."""
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_restarted_sweep_resumes_unfinished_trials_skips_finished_ones_and_reports_a_failure(tmp_path, capsys):
+    path = write_sweep_file(tmp_path, SWEEP_FILE)
+    root = tmp_path / "sweep"
+    settings = ["epochs=2"]
+    tiny_run(root / "point_mass-metra-seed=0", 0, 2, *settings)  # finished
+    finished = folder_files(root / "point_mass-metra-seed=0")
+    tiny_run(root / "point_mass-metra-seed=1", 1, 1)  # stopped after epoch 1 of 2
+    tiny_run(root / "point_mass-metra-seed=2", 2, 1)  # its model changed after it was written: must fail alone
+    model = root / "point_mass-metra-seed=2" / "run_state" / "latest" / "model.zip"
+    data = bytearray(model.read_bytes())
+    data[-100] ^= 0xFF
+    model.write_bytes(bytes(data))
+
+    code = main(["sweep", str(path), "--run-root", str(root)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "3 trial(s) in" in out and "1 finished, 2 to resume, 0 new" in out
+    assert "point_mass-metra-seed=0: already finished, epoch 2" in out
+    assert "point_mass-metra-seed=1: finished, epoch 2" in out
+    assert "point_mass-metra-seed=2: failed" in out and "changed after it was written" in out
+    assert "1 of 3 trial(s) failed" in err and f"metra-pretrain sweep {path} --run-root {root}" in err
+    assert (root / "point_mass-metra-seed=2" / "sweep_error.txt").is_file()
+    assert folder_files(root / "point_mass-metra-seed=0") == finished  # not run again: not a file touched
+    # The resumed trial is the run made without a stop.
+    resumed = json.loads((root / "point_mass-metra-seed=1" / "eval" / "coverage.json").read_text())
+    direct = tiny_run(tmp_path / "direct", 1, 2)
+    assert [r["policy_coverage"] for r in resumed] == [r["policy_coverage"] for r in direct]
+    assert [r["epoch"] for r in resumed] == [0, 1, 2]
+    summary = json.loads((root / "summary" / "summary.json").read_text())
+    assert summary["groups"][0]["finished_seeds"] == 2 and (root / "summary" / "figure.png").is_file()
+
+
+def ray_processes_of(pid: int) -> dict[int, int]:
+    return {p: start for p, start in descendants(pid).items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_an_interrupted_sweep_says_how_to_resume_and_leaves_nothing_of_ray(tmp_path, sig):
+    root = tmp_path / "sweep"
+    args = [sys.executable, "-m", "pretrain", *cli(tmp_path, "--seeds", "0"),
+            *[a for s in [*TINY, "epochs=100000"] for a in ("--set", s)]]
+    sweep_process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seen: dict[int, int] = {}
+    try:
+        deadline = time.monotonic() + 240
+        while not (root / "seed=0" / "run_state" / "latest").is_dir() and time.monotonic() < deadline:
+            assert sweep_process.poll() is None, sweep_process.communicate()
+            seen.update(ray_processes_of(sweep_process.pid))
+            time.sleep(0.5)
+        seen.update(ray_processes_of(sweep_process.pid))
+        assert (root / "seed=0" / "run_state" / "latest").is_dir(), "the trial did not start within 240 s"
+        sweep_process.send_signal(sig)
+        out, err = sweep_process.communicate(timeout=120)
+    finally:
+        if sweep_process.poll() is None:
+            sweep_process.kill()
+    if sig == signal.SIGINT:
+        assert sweep_process.returncode == 130
+        assert "stopped by SIGINT" in err and f"metra-pretrain sweep --run-root {root} --config point_mass" in err
+        assert "Tuner.restore" not in out + err and "finished, epoch" not in out
+    deadline = time.monotonic() + 20
+    while alive(seen) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = alive(seen)
+    names = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:80] for pid in left}
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert len(seen) >= 3 and not left, f"outlived the sweep: {names}"
 
 
 def test_a_cli_run_is_continued_by_the_sweep_and_a_sweep_trial_by_the_cli(tmp_path):
@@ -46,12 +319,13 @@ def test_a_cli_run_is_continued_by_the_sweep_and_a_sweep_trial_by_the_cli(tmp_pa
     continued in Python): a run the CLI started and the sweep finished equals a run made in one go."""
     from pretrain.cli import main
 
-    settings = [*SETTINGS, "torch_threads=1"]  # what the sweep sets with cpus_per_run=1
+    common = [*TINY, "epochs=2"]
+    settings = [*common, "torch_threads=1"]  # what the sweep sets with cpus_per_run=1
     trial = tmp_path / "sweep" / "seed=0"
     assert main(["train", "--no-progress", "--config", "point_mass", "--run-dir", str(trial),
                  *(f"--set={item}" for item in [*settings, "epochs=1"])]) == 0
-    rows = sweep("point_mass", tmp_path / "sweep", seeds=[0], overrides=SETTINGS)
-    assert [(r["seed"], r["epoch"]) for r in rows] == [(0, 2)]
+    result = sweep("point_mass", tmp_path / "sweep", seeds=[0], overrides=common)
+    assert [(o.name, o.outcome, o.epoch) for o in result.outcomes] == [("seed=0", "finished", 2)]
     train(load_config("point_mass", [*settings, "seed=0"]), tmp_path / "direct", verbose=0)
     made = json.loads((tmp_path / "direct" / "eval" / "coverage.json").read_text())
     swept = json.loads((trial / "eval" / "coverage.json").read_text())

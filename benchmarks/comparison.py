@@ -1,0 +1,150 @@
+"""The paper's comparison (METRA, LSD, DIAYN, DADS, CIC on Ant and HalfCheetah): the summary over seeds of the
+runs of ``benchmarks/comparison.yaml``, with held-out numbers at the end of each run.
+
+The runs are trained by the sweep (``metra-pretrain sweep benchmarks/comparison.yaml --run-root runs/comparison
+--cpus-per-run 2``); this script only reads their run folders, so it can run at any time, also while the sweep
+runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's own summary does
+(:mod:`pretrain.sweep.summary`), and adds, for every run that kept skill snapshots (``snapshot_every``):
+
+- held-out policy coverage of its last snapshot (48 skills and reset seeds not used in training,
+  ``--held-out-seed``), as ``benchmarks/learning_speed.py`` evaluates snapshots;
+- zero-shot goal reaching of that snapshot (``--goals`` goals) for the methods whose phi defines it (METRA, LSD).
+
+    python benchmarks/comparison.py --run-root runs/comparison --out benchmarks/results/comparison
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from learning_speed import held_out  # noqa: E402  (benchmarks/ is this script's folder)
+
+from metra_gym.skill_checkpoint.format import CheckpointError  # noqa: E402
+from pretrain.run.callbacks import read_history  # noqa: E402
+from pretrain.sweep.summary import summarize, write_summary  # noqa: E402
+from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
+
+PHI_METHODS = ("metra", "lsd")  # zero-shot goal reaching needs a phi whose differences point at goals
+# The paper's qualitative result (METRA, ICLR 2024, state Ant and HalfCheetah), written beside ours.
+PAPER_ORDERING = "METRA best; LSD second on Ant; DIAYN and DADS low without an x-y prior"
+
+
+def last_snapshot(run_dir: Path) -> Path | None:
+    snapshots = sorted((run_dir / "snapshots").glob("epoch_*"))
+    return snapshots[-1] if snapshots else None
+
+
+def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_phi: bool) -> dict[str, Any] | None:
+    """Held-out coverage (and zero-shot goal reaching) of a run's last snapshot, or None without snapshots."""
+    snapshot = last_snapshot(run_dir)
+    if snapshot is None:
+        return None
+    rows = read_history(run_dir)
+    if seconds:
+        def hours_of_epoch(epoch: int) -> float:
+            return epoch * seconds / 3600
+    else:
+        epochs = [row["epoch"] for row in rows]
+        wall = [row["wall_clock_s"] / 3600 for row in rows]
+
+        def hours_of_epoch(epoch: int) -> float:
+            return float(np.interp(epoch, epochs, wall))
+    end = hours_of_epoch(int(snapshot.name.split("_")[1]))
+    points = held_out(run_dir, [end], seed, hours_of_epoch)
+    if not points:
+        return None
+    point = points[0]
+    if has_phi and goals:
+        from pretrain.evaluation.goal_reaching import goal_eval
+
+        with tempfile.TemporaryDirectory() as tmp:
+            reached = goal_eval(str(snapshot), tmp, n_goals=goals, seed=seed, baseline=False)["trained"]
+        point["goal_distance"] = {"mean": round(float(reached["mean"]), 2),
+                                  "ci95": [round(float(v), 2) for v in reached["ci95"]], "goals": goals}
+    return point
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    array = np.asarray(values, dtype=float)
+    return {"values": values, "n": len(values), "mean": round(float(array.mean()), 1),
+            "std": round(float(array.std(ddof=1)), 1) if len(values) > 1 else 0.0}
+
+
+def ordering(summary: dict[str, Any]) -> list[str]:
+    """Per env, the methods by mean coverage at the end, best first: held out when every method of the env has it,
+    else the training evaluation (one kind of number per ranking)."""
+    lines = []
+    for env in dict.fromkeys(group["env"] for group in summary["groups"]):
+        groups = [g for g in summary["groups"] if g["env"] == env]
+        kind = "held_out" if all(g.get("held_out") for g in groups) else "final"
+        scored = sorted(((g[kind]["mean"], g["method"]) for g in groups if g.get(kind)), reverse=True)
+        ranked = " > ".join(f"{method} ({number:.0f})" for number, method in scored)
+        what = "held out" if kind == "held_out" else "training evaluation"
+        lines.append(f"- {env} ({what}): {ranked or 'no evaluation yet'}")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sweep-file", type=Path, default=ROOT / "benchmarks" / "comparison.yaml")
+    parser.add_argument("--run-root", type=Path, required=True, help="the sweep's --run-root")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "comparison")
+    parser.add_argument("--held-out-seed", type=int, default=1000)
+    parser.add_argument("--goals", type=int, default=50, help="zero-shot goals per METRA / LSD run (0: none)")
+    parser.add_argument("--no-held-out", action="store_true", help="the training evaluation only (fast)")
+    args = parser.parse_args()
+    read = read_sweep_file(args.sweep_file)
+    summary = summarize(read.trials, args.run_root, read.epoch_seconds)
+    trials = {trial.name: trial for trial in read.trials}
+    if not args.no_held_out:
+        for group in summary["groups"]:
+            seconds = group["epoch_seconds"]
+            for run in group["runs"]:
+                trial = trials[Path(run["run_dir"]).name]
+                has_phi = trial.config(1).algo in PHI_METHODS
+                try:
+                    point = end_of_run(Path(run["run_dir"]), seconds, args.held_out_seed, args.goals, has_phi)
+                except (CheckpointError, ValueError) as error:  # one broken snapshot must not hide the others
+                    run["held_out_error"] = str(error).splitlines()[0]
+                    print(f"  {trial.name}: no held-out evaluation: {run['held_out_error']}", flush=True)
+                    continue
+                if point is not None:
+                    run["held_out"] = point
+            measured = [run["held_out"] for run in group["runs"] if "held_out" in run]
+            if measured:
+                group["held_out"] = {**spread([p["held_out_policy_coverage"] for p in measured]),
+                                     "epochs": [p["epoch"] for p in measured]}
+            distances = [p["goal_distance"]["mean"] for p in measured if "goal_distance" in p]
+            if distances:
+                group["goal_distance"] = spread(distances)
+    summary["held_out"] = (None if args.no_held_out else
+                           f"the last snapshot of each run, 48 skills and reset seeds from seed {args.held_out_seed}")
+    out = write_summary(summary, args.out)
+    notes = ["", f"Paper's ordering: {PAPER_ORDERING}.", "", "Ours, by mean policy coverage at the end:",
+             *ordering(summary)]
+    goal_rows = [f"- {g['env']} {g['method']}: {g['goal_distance']['mean']:.1f} m mean final distance "
+                 f"(per seed: {', '.join(str(v) for v in g['goal_distance']['values'])}), {args.goals} goals"
+                 for g in summary["groups"] if "goal_distance" in g]
+    if goal_rows:
+        notes += ["", "Zero-shot goal reaching (last snapshot):", *goal_rows]
+    table = (out / "table.md").read_text() + "\n".join(notes) + "\n"
+    (out / "table.md").write_text(table)
+    summary_file = out / "summary.json"
+    summary_file.write_text(json.dumps({**json.loads(summary_file.read_text()), "table": table}, indent=1) + "\n")
+    print(table)
+    print(f"wrote {out / 'summary.json'}, figure.png and table.md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Many training runs through Ray Tune, on this machine or a Ray cluster (``address``): seeds x a grid of config
+overrides, or the trials of a sweep file (a comparison of methods over envs and seeds, see
+:mod:`pretrain.sweep.sweep_file`).
+
+Each trial is an ordinary run folder under ``run_root`` (named for its settings), so a sweep is resumable across
+sessions: run the same command again and finished trials are not run again, unfinished ones resume from their run
+state, new ones start. Every run can be inspected, resumed or exported with the other commands. All trials are
+checked before any starts; a failed trial is reported while the others go on; the summary over seeds goes to
+``run_root/summary/`` (summary.json, figure.png, table.md).
+
+    metra-pretrain sweep --config ant --seeds 0 1 --grid gradient_steps=50,100 --run-root runs/sweep --cpus-per-run 2
+    metra-pretrain sweep benchmarks/comparison.yaml --run-root runs/comparison --cpus-per-run 2
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pretrain.run.config import ConfigError
+from pretrain.sweep.ray_runner import SweepInterrupted, TrialOutcome, preflight, run_trials
+from pretrain.sweep.sweep_file import read_sweep_file
+from pretrain.sweep.trials import (
+    FINISHED,
+    NEW,
+    RESUME,
+    Trial,
+    clear_first_saves,
+    grid_trials,
+    parse_grid,
+    plan,
+    trial_name,
+)
+
+__all__ = ["SweepInterrupted", "SweepResult", "Trial", "parse_grid", "sweep", "trial_name"]
+
+SUMMARY_DIR = "summary"
+
+
+@dataclass
+class SweepResult:
+    """What a sweep did: each trial's outcome, and the folder of its summary over seeds."""
+
+    outcomes: list[TrialOutcome]
+    summary_dir: Path
+
+    @property
+    def failed(self) -> list[TrialOutcome]:
+        return [outcome for outcome in self.outcomes if outcome.outcome == "failed"]
+
+
+class RunRootLock:
+    """One sweep at a time per run root: an exclusive ``flock`` on the folder, released when the sweep's process
+    ends however it ends. Taken before the run folders are read when the folder exists, else once it is made."""
+
+    def __init__(self, run_root: Path) -> None:
+        self.run_root = run_root
+        self._fd = -1
+
+    def acquire(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no lock
+            return
+        if self._fd >= 0 or not self.run_root.is_dir():
+            return
+        self._fd = os.open(self.run_root, os.O_RDONLY)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            self._fd = -1
+            raise ConfigError(f"another sweep is running in {self.run_root}; wait for it (or stop it) before "
+                              "starting this one, or use another --run-root") from None
+
+    def __enter__(self) -> RunRootLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: list[int] | None = None,
+          grid: dict[str, list[Any]] | None = None, overrides: list[str] | None = None, cpus_per_run: int = 1,
+          address: str | None = None, sweep_file: str | Path | None = None, only: list[str] | None = None,
+          echo: Callable[[str], None] = print) -> SweepResult:
+    """Train every trial (seeds x ``grid`` of ``config_name``, or the trials of ``sweep_file``) that has not finished.
+
+    :param config_name: a bundled config or a YAML file (without ``sweep_file``).
+    :param run_root: the folder that receives one run folder per trial, and the summary.
+    :param seeds: the seeds to train (without ``sweep_file``; default 0 and 1).
+    :param grid: config keys and the values to try, every combination a trial (without ``sweep_file``).
+    :param overrides: ``key=value`` settings of every trial.
+    :param cpus_per_run: CPUs Ray reserves per trial (also the trial's torch threads).
+    :param address: a Ray cluster to join (``"auto"`` or ``HOST:PORT``); None starts Ray on this machine.
+    :param sweep_file: a sweep file (its seeds, envs, budgets and methods).
+    :param only: with ``sweep_file``: the env and method labels to run.
+    :param echo: where progress lines go.
+    :raises ConfigError: bad input, found before any trial starts.
+    :raises SweepInterrupted: SIGINT or SIGTERM stopped the sweep; run it again to resume.
+    """
+    preflight(cpus_per_run, address)
+    epoch_seconds: dict[tuple[str, str], float] = {}
+    if sweep_file is not None:
+        read = read_sweep_file(sweep_file, overrides, only)
+        trials, epoch_seconds = read.trials, read.epoch_seconds
+    else:
+        if only:
+            raise ConfigError("--only selects envs or methods of a sweep file; give the sweep file")
+        trials = grid_trials(config_name, [0, 1] if seeds is None else list(seeds), grid, overrides)
+    run_root = Path(run_root).resolve()
+    if run_root.exists() and not run_root.is_dir():
+        raise ConfigError(f"--run-root {run_root} is a file; give a folder for the runs")
+    with RunRootLock(run_root) as lock:
+        planned = plan(trials, run_root, cpus_per_run)
+        run_root.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+        clear_first_saves(planned)
+        counts = {state: sum(item.state == state for item in planned) for state in (FINISHED, RESUME, NEW)}
+        echo(f"sweep of {len(planned)} trial(s) in {run_root}: {counts[FINISHED]} finished, {counts[RESUME]} to "
+             f"resume, {counts[NEW]} new")
+        outcomes = run_trials(planned, cpus_per_run, address, echo)
+        from pretrain.sweep.summary import summarize, write_summary
+
+        out = write_summary(summarize(trials, run_root, epoch_seconds), run_root / SUMMARY_DIR)
+    return SweepResult(outcomes, out)

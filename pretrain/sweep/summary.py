@@ -1,0 +1,163 @@
+"""The summary of a sweep over seeds: per env and method, the policy coverage curve (mean, sample standard
+deviation, min and max over seeds at each evaluation), the coverage at the end, and one figure with a band per
+method, written as ``summary.json``, ``figure.png`` and ``table.md``.
+
+Read from the run folders only (``eval/coverage.json``), so it can be written at any time, also while the sweep
+runs. Hours are idle-machine estimates (epochs x the sweep file's ``epoch_seconds``) where the file gives them,
+else the runs' own wall clock (which counts the time other programs took from the machine).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pretrain.sweep.trials import Trial
+
+METRIC = ("policy coverage: 48 deterministic skills x one episode, 1 x 1 m x-y bins (HalfCheetah: x), the training "
+          "evaluation of each run (eval/coverage.json)")
+
+
+def _history(run_dir: Path) -> list[dict[str, Any]]:
+    from pretrain.run.callbacks import read_history
+    from pretrain.run.run_state import ResumeError
+
+    try:
+        return read_history(run_dir)
+    except ResumeError:  # a damaged file: the run counts as not started
+        return []
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=float)
+    return {"n": len(values), "mean": round(float(array.mean()), 1),
+            "std": round(float(array.std(ddof=1)), 1) if len(values) > 1 else 0.0,
+            "min": float(array.min()), "max": float(array.max())}
+
+
+def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: float | None) -> dict[str, Any]:
+    runs, histories = [], []
+    for trial in trials:
+        rows = _history(run_root / trial.name)
+        histories.append({row["epoch"]: row for row in rows})
+        target = trial.config(1).epochs
+        last = rows[-1] if rows else {}
+        runs.append({"seed": trial.seed, "run_dir": str(run_root / trial.name), "target_epochs": target,
+                     "finished": bool(last) and last["epoch"] >= target,
+                     "last": {k: last[k] for k in ("epoch", "env_steps", "wall_clock_s", "policy_coverage")
+                              if k in last}})
+
+    def hours(epoch: int, rows: list[dict]) -> float:
+        if seconds:
+            return round(epoch * seconds / 3600, 3)
+        return round(float(np.mean([row["wall_clock_s"] for row in rows])) / 3600, 3)
+
+    curve = []
+    for epoch in sorted(set().union(*histories)):
+        rows = [history[epoch] for history in histories if epoch in history]
+        curve.append({"epoch": epoch, "env_steps": int(np.mean([row["env_steps"] for row in rows])),
+                      "hours": hours(epoch, rows), **_spread([row["policy_coverage"] for row in rows])})
+    # The end that every seed has reached, so that the mean is over all of them.
+    common = [set(history) for history in histories]
+    shared = sorted(set.intersection(*common)) if common and all(common) else []
+    final = None
+    if shared:
+        rows = [history[shared[-1]] for history in histories]
+        final = {"epoch": shared[-1], "env_steps": int(np.mean([row["env_steps"] for row in rows])),
+                 "hours": hours(shared[-1], rows), "values": [row["policy_coverage"] for row in rows],
+                 **_spread([row["policy_coverage"] for row in rows])}
+    return {"env": env, "method": method, "seeds": [trial.seed for trial in trials],
+            "finished_seeds": sum(run["finished"] for run in runs), "epoch_seconds": seconds, "runs": runs,
+            "curve": curve, "final": final}
+
+
+def summarize(trials: list[Trial], run_root: str | Path,
+              epoch_seconds: dict[tuple[str, str], float] | None = None) -> dict[str, Any]:
+    """The summary over seeds of the trials' run folders under ``run_root``."""
+    run_root = Path(run_root)
+    groups: dict[tuple[str, str], list[Trial]] = {}
+    for trial in trials:
+        groups.setdefault((trial.env, trial.method), []).append(trial)
+    seconds = epoch_seconds or {}
+    idle = [key in seconds for key in groups]
+    return {"metric": METRIC, "run_root": str(run_root),
+            "hours": ("idle estimate: epochs x epoch_seconds of the sweep file" if all(idle) else
+                      "the runs' wall clock (mean over seeds)" if not any(idle) else
+                      "idle estimate where the group's epoch_seconds is given, else the runs' wall clock"),
+            "spread": "over seeds: sample standard deviation (ddof 1), min and max; figure bands: min to max",
+            "groups": [_group(env, method, members, run_root, seconds.get((env, method)))
+                       for (env, method), members in groups.items()]}
+
+
+def table(summary: dict[str, Any]) -> str:
+    """A markdown table: one row per env and method."""
+    held = any("held_out" in group for group in summary["groups"])
+    header = ("| env | method | seeds finished | end: epoch, env steps, hours | policy coverage at the end: mean ± std "
+              "(per seed) |" + (" held out at the end: mean ± std (per seed) |" if held else ""))
+    lines = [header, "|---" * (5 + held) + "|"]
+    for group in summary["groups"]:
+        final = group["final"]
+        where = (f"{final['epoch']}, {final['env_steps'] / 1e6:.2f} M, {final['hours']:.2f} h" if final else "-")
+        cover = (f"{final['mean']:.1f} ± {final['std']:.1f} ({', '.join(str(v) for v in final['values'])})"
+                 if final else "-")
+        line = (f"| {group['env']} | {group['method']} | {group['finished_seeds']} / {len(group['seeds'])} | {where} | "
+                f"{cover} |")
+        if held:
+            out = group.get("held_out")
+            line += (f" {out['mean']:.1f} ± {out['std']:.1f} ({', '.join(str(v) for v in out['values'])}) |"
+                     if out else " - |")
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, Any], path: Path) -> None:
+    """Coverage against env steps and against hours, one row per env, a mean line and a min-max band per method
+    (a dot with the standard deviation: held out at the end, where measured)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(dict.fromkeys(group["env"] for group in summary["groups"]))
+    methods = list(dict.fromkeys(group["method"] for group in summary["groups"]))
+    colors = {method: plt.get_cmap("tab10")(index % 10) for index, method in enumerate(methods)}
+    fig, axes = plt.subplots(len(envs), 2, figsize=(11, 4 * len(envs)), squeeze=False)
+    for row, env in enumerate(envs):
+        by_steps, by_hours = axes[row]
+        for group in (g for g in summary["groups"] if g["env"] == env and g["curve"]):
+            curve = group["curve"]
+            mean = [point["mean"] for point in curve]
+            low, high = [point["min"] for point in curve], [point["max"] for point in curve]
+            label = f"{group['method']} ({len(group['seeds'])} seeds)"
+            final, held = group["final"], group.get("held_out")  # held out: added by benchmarks/comparison.py
+            for ax, x, key, scale in ((by_steps, [p["env_steps"] / 1e6 for p in curve], "env_steps", 1e6),
+                                      (by_hours, [p["hours"] for p in curve], "hours", 1.0)):
+                ax.plot(x, mean, color=colors[group["method"]], lw=1.8, label=label)
+                ax.fill_between(x, low, high, color=colors[group["method"]], alpha=0.2, lw=0)
+                if held and final:
+                    ax.errorbar(final[key] / scale, held["mean"], yerr=held["std"], fmt="o", capsize=3,
+                                color=colors[group["method"]])
+        by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (bins)", title=f"{env}: per env step")
+        by_hours.set(xlabel="hours (" + ("idle estimate" if summary["hours"].startswith("idle") else "wall clock")
+                     + ")", ylabel="policy coverage (bins)", title=f"{env}: per hour")
+        for ax in (by_steps, by_hours):
+            ax.set_xlim(left=0)
+            ax.grid(alpha=0.3)
+        by_hours.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_summary(summary: dict[str, Any], out: str | Path) -> Path:
+    """``summary.json``, ``figure.png`` and ``table.md`` in ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {**summary, "table": table(summary)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (out / "table.md").write_text(summary["table"])
+    plot(summary, out / "figure.png")
+    return out
