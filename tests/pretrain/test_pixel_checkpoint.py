@@ -96,14 +96,6 @@ def test_a_renderer_the_machine_cannot_provide_is_one_clear_error(pixel_checkpoi
         assert problem in done.stdout and "set MUJOCO_GL=egl" in done.stdout
 
 
-@pytest.mark.parametrize("env_id", ["metra/QuadrupedSkills-v0", "metra/HumanoidGoalSkills-v0"])
-def test_a_skills_id_whose_default_is_not_bundled_says_so(env_id):
-    name = gym.spec(env_id).kwargs["checkpoint"]
-    with pytest.raises(CheckpointError, match=f"default skills of .*{env_id}.* \\('{name}'\\) are not bundled with "
-                                              f"this version of metra-gym.*--config {name}"):
-        gym.make(env_id)
-
-
 def test_a_bad_pixels_entry_is_named(pixel_checkpoint, tmp_path):
     folder = tmp_path / "ckpt"
     folder.mkdir()
