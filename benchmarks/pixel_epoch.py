@@ -1,11 +1,17 @@
 """Seconds per pixel METRA epoch on this machine, beside the same epoch on state observations.
 
 An epoch of the ``quadruped`` config is 8 episodes of 200 policy steps (rendered 64 x 64, 3 frames stacked) and
-200 gradient steps of the paper's networks (a CNN in the actor, the critics and phi). Its collection is timed in
-full; the gradient steps are timed over ``--steps`` of them and scaled to 200 (a full CPU epoch takes tens of
+200 gradient steps of the paper's networks (a CNN in the actor, in each Q head and in phi). Its collection is timed
+in full; the gradient steps are timed over ``--steps`` of them and scaled to 200 (a full CPU epoch takes tens of
 minutes). The same is measured for ``quadruped_state`` at the same gradient steps per epoch.
 
+``--critic-encoders per_q shared`` also times the pixel gradient step with SB3's critic, whose two Q heads share one
+CNN (what pixel runs had before each head got its own), on the same model sizes, alternating the variants round by
+round so that a busy machine slows both alike; ``--rounds`` sets how many. ``--set batch_size=64`` etc. shrink it.
+
     python benchmarks/pixel_epoch.py --steps 3 --out benchmarks/results/pixel_epoch/summary.json
+    python benchmarks/pixel_epoch.py --configs quadruped --critic-encoders per_q shared --steps 2 --rounds 3 \\
+        --set batch_size=64 --note "critic encoders"
 """
 
 from __future__ import annotations
@@ -13,52 +19,117 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch as th
 from measurements import append_measurement
 
+from pretrain.run import trainer
 from pretrain.run.config import load_config
 from pretrain.run.trainer import build_model, env_factory, resolve_device, training_env
 
+CONFIGS = ("quadruped", "quadruped_state")
+CRITIC_ENCODERS = {"per_q": "one CNN per Q head (as the official agent)", "shared": "one CNN for both Q heads (SB3)"}
 
-def measure(config_name: str, overrides: list[str], steps: int) -> dict[str, float]:
+
+@contextmanager
+def critic_encoders(variant: str) -> Iterator[None]:
+    """Build pixel models whose critic has one CNN per Q head (``per_q``, the trainer's) or one for both
+    (``shared``, SB3's ``ContinuousCritic``)."""
+    original = trainer.pixel_settings
+
+    def settings(config, venv) -> dict[str, Any]:
+        result = original(config, venv)
+        if result:
+            result["policy_kwargs"] = {**result["policy_kwargs"], "features_extractor_per_q": variant == "per_q"}
+        return result
+
+    trainer.pixel_settings = settings
+    try:
+        yield
+    finally:
+        trainer.pixel_settings = original
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        th.cuda.synchronize()
+
+
+def collected_model(config_name: str, overrides: list[str], run_dir: Path):
+    """A model of the config after one epoch of collection (no gradient step), its config, device and the
+    collection's seconds."""
     config = load_config(config_name, [*overrides, "buffer_size=20000", "gradient_steps=200"])
     config.learning_starts = config.steps_per_epoch
     device = resolve_device(config)
+    model = build_model(config, training_env(config, env_factory(config)), run_dir)
+    th.set_num_threads(config.torch_threads)
+    start = time.perf_counter()
+    model.gradient_steps = 0  # collection only
+    model.learn(config.steps_per_epoch)
+    return model, config, device, time.perf_counter() - start
+
+
+def step_seconds(model, config, device: str, steps: int) -> float:
+    """Seconds per gradient step over ``steps`` steps (after one warm-up step)."""
+    model.train(gradient_steps=1, batch_size=config.batch_size)
+    _synchronize(device)
+    start = time.perf_counter()
+    model.train(gradient_steps=steps, batch_size=config.batch_size)
+    _synchronize(device)
+    return (time.perf_counter() - start) / steps
+
+
+def measure(config_name: str, overrides: list[str], steps: int, variants: tuple[str, ...] = ("per_q",),
+            rounds: int = 1) -> dict[str, Any]:
+    """Collection seconds, seconds per gradient step (median over rounds) and the epoch they make, per critic
+    variant (state configs: one row; the variants only differ with pixels)."""
     with tempfile.TemporaryDirectory() as tmp:
-        model = build_model(config, training_env(config, env_factory(config)), Path(tmp))
-        th.set_num_threads(config.torch_threads)
-        start = time.perf_counter()
-        model.gradient_steps = 0  # collection only
-        model.learn(config.steps_per_epoch)
-        collect = time.perf_counter() - start
-        model.train(gradient_steps=1, batch_size=config.batch_size)  # warm-up
-        if device.startswith("cuda"):
-            th.cuda.synchronize()
-        start = time.perf_counter()
-        model.train(gradient_steps=steps, batch_size=config.batch_size)
-        if device.startswith("cuda"):
-            th.cuda.synchronize()
-        step = (time.perf_counter() - start) / steps
-    return {"collect_s": round(collect, 2), "gradient_step_s": round(step, 4),
-            "epoch_s": round(collect + config.gradient_steps * step, 1), "device": device,
-            "gradient_steps_per_epoch": config.gradient_steps}
+        built = {}
+        for variant in variants:
+            with critic_encoders(variant):
+                built[variant] = collected_model(config_name, overrides, Path(tmp) / variant)
+            if not built[variant][0].pixels:
+                break
+        times: dict[str, list[float]] = {variant: [] for variant in built}
+        for _ in range(rounds):
+            for variant, (model, config, device, _) in built.items():
+                times[variant].append(step_seconds(model, config, device, steps))
+    rows = {}
+    for variant, (model, config, device, collect) in built.items():
+        step = float(np.median(times[variant]))
+        rows[variant] = {"collect_s": round(collect, 2), "gradient_step_s": round(step, 4),
+                         "gradient_step_s_rounds": [round(t, 4) for t in times[variant]],
+                         "epoch_s": round(collect + config.gradient_steps * step, 1), "device": device,
+                         "gradient_steps_per_epoch": config.gradient_steps, "batch_size": config.batch_size,
+                         "critic_encoders": CRITIC_ENCODERS[variant] if model.pixels else "-"}
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=3, help="gradient steps timed (scaled to the epoch's 200)")
+    parser.add_argument("--rounds", type=int, default=1, help="timings per variant (the median is reported)")
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
+    parser.add_argument("--critic-encoders", nargs="+", default=["per_q"], choices=list(CRITIC_ENCODERS))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. device=cuda")
     parser.add_argument("--note", default="")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/pixel_epoch/summary.json"))
     args = parser.parse_args()
-    rows = {name: measure(name, args.set, args.steps) for name in ("quadruped", "quadruped_state")}
+    rows = {}
+    for name in args.configs:
+        for variant, row in measure(name, args.set, args.steps, tuple(args.critic_encoders), args.rounds).items():
+            rows[name if variant == "per_q" or row["critic_encoders"] == "-" else f"{name} ({variant})"] = row
     for name, row in rows.items():
-        print(f"{name:16s} collect {row['collect_s']:7.2f} s + 200 x {row['gradient_step_s']:.4f} s = "
-              f"{row['epoch_s']:8.1f} s per epoch ({row['device']})", flush=True)
+        print(f"{name:26s} collect {row['collect_s']:7.2f} s + 200 x {row['gradient_step_s']:.4f} s = "
+              f"{row['epoch_s']:8.1f} s per epoch ({row['device']}, batch {row['batch_size']})", flush=True)
     append_measurement(args.out, "pixel METRA epoch (8 x 200 policy steps + 200 gradient steps) vs state",
-                       {"torch_threads": th.get_num_threads(), "note": args.note, "configs": rows})
+                       {"torch_threads": th.get_num_threads(), "note": args.note, "overrides": args.set,
+                        "configs": rows})
 
 
 if __name__ == "__main__":

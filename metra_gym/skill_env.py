@@ -16,6 +16,26 @@ from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_priors import ACTION_BOUNDS, DESCRIPTIONS, UNIT, outside_prior
 
 
+def _load_policy(checkpoint: Any, revision: str | None) -> Any:
+    """``SkillPolicy.from_pretrained``, saying so when a skill-level id's default skills are not bundled yet."""
+    from metra_gym.skill_checkpoint.hub import bundled_checkpoints
+    from metra_gym.skill_policy import SkillPolicy
+
+    try:
+        return SkillPolicy.from_pretrained(checkpoint if isinstance(checkpoint, (str, Path)) else str(checkpoint),
+                                           revision=revision)
+    except CheckpointError:
+        ids = sorted(spec.id for spec in gym.registry.values() if spec.entry_point == "metra_gym.skill_env:SkillEnv"
+                     and spec.kwargs.get("checkpoint") == checkpoint)
+        if not ids or checkpoint in bundled_checkpoints() or Path(checkpoint).exists():
+            raise  # not a default name, or a folder of that name whose own error says what is wrong
+        raise CheckpointError(
+            f"the default skills of {', '.join(ids)} ({checkpoint!r}) are not bundled with this version of metra-gym: "
+            f"they have not been trained and released yet. Pass checkpoint= a folder or Hub repo of such skills, e.g. "
+            f"trained with `metra-pretrain train --config {checkpoint} --run-dir RUN` and exported with "
+            f"`metra-pretrain export RUN OUT`: gym.make({min(ids, key=len)!r}, checkpoint='OUT')") from None
+
+
 class SkillEnv(gym.Env, EzPickle):
     """Hierarchical view of an environment: one step = run skill ``z`` deterministically for ``skill_steps``
     low-level steps and return the plain sum of their rewards.
@@ -46,7 +66,9 @@ class SkillEnv(gym.Env, EzPickle):
         loaded :class:`metra_gym.SkillPolicy`.
     :param skill_steps: K, low-level steps per skill.
     :param revision: Hub revision of ``checkpoint``.
-    :param env_kwargs: keyword arguments for ``gym.make`` when ``env`` is an id.
+    :param env_kwargs: keyword arguments for ``gym.make`` when ``env`` is an id. Skills trained on pixels get the
+        renderer they were trained with (the checkpoint's ``cheap_render`` and ``frame_size``) added; giving other
+        values here is an error.
     :param policy_obs_dim: the skill policy sees the first this many entries of the observation (task
         information after them is stripped); defaults to the inner env's ``pretraining_obs_dim`` (set by the
         downstream task envs), else the checkpoint's observation size.
@@ -69,6 +91,8 @@ class SkillEnv(gym.Env, EzPickle):
         if policy_obs_dim is not None and (isinstance(policy_obs_dim, (bool, np.bool_))
                                            or not isinstance(policy_obs_dim, (int, np.integer)) or policy_obs_dim < 1):
             raise ValueError(f"policy_obs_dim must be an integer >= 1 or None, got {policy_obs_dim!r}")
+        # The policy first: pixel skills decide how the environment draws its frames.
+        self.policy = checkpoint if isinstance(checkpoint, SkillPolicy) else _load_policy(checkpoint, revision)
         if isinstance(env, str):
             # The skill-level TimeLimit bounds the episode; the inner one would cut a skill short.
             # ValueError, not TypeError: gym.make appends its own text to a TypeError raised while building.
@@ -76,7 +100,8 @@ class SkillEnv(gym.Env, EzPickle):
                 raise ValueError(f"env_kwargs must be a dict of keyword arguments for gym.make({env!r}), got "
                                 f"{type(env_kwargs).__name__}")
             try:
-                env = gym.make(env, max_episode_steps=-1, render_mode=render_mode, **(env_kwargs or {}))
+                env = gym.make(env, max_episode_steps=-1, render_mode=render_mode,
+                               **self._with_renderer(env_kwargs or {}))
             except TypeError as error:  # an argument the environment does not take
                 first = str(error).split(" was raised from the environment creator")[0].splitlines()[0]
                 raise ValueError(f"cannot build {env!r} with env_kwargs {env_kwargs!r}: {first}") from None
@@ -86,8 +111,6 @@ class SkillEnv(gym.Env, EzPickle):
                 raise ValueError(f"render_mode must be None or one of {modes} (those of {env.spec.id}), got "
                                  f"{render_mode!r}")
         self.env = env
-        self.policy = checkpoint if isinstance(checkpoint, SkillPolicy) else SkillPolicy.from_pretrained(
-            checkpoint if isinstance(checkpoint, (str, Path)) else str(checkpoint), revision=revision)
         self.skill_steps = int(skill_steps)
         self.render_mode = env.render_mode
         self.metadata = dict(env.metadata)
@@ -107,9 +130,30 @@ class SkillEnv(gym.Env, EzPickle):
         EzPickle.__init__(self, env=env_arg, checkpoint=self.policy, skill_steps=self.skill_steps, revision=None,
                           env_kwargs=env_kwargs, policy_obs_dim=policy_obs_dim_arg, render_mode=render_mode)
 
+    def _with_renderer(self, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``env_kwargs`` with the renderer of pixel skills added (cheap or not, frame size), refusing other values."""
+        renderer = self.policy.renderer
+        if renderer is None or env_kwargs.get("obs_type", "pixels") != "pixels":
+            return env_kwargs  # state skills, or a state environment (which _check_compatible refuses by name)
+        differ = {key: env_kwargs[key] for key, value in renderer.items() if key in env_kwargs
+                  and env_kwargs[key] != value}
+        if differ:
+            raise ValueError(f"checkpoint {self.policy.source!r} was trained on frames drawn with {renderer}, but "
+                             f"env_kwargs asks for {differ}; leave {', '.join(differ)} out of env_kwargs (the skill "
+                             "env takes the renderer from the checkpoint)")
+        return {**env_kwargs, **renderer}
+
     def _check_compatible(self, strip_task_info: bool, explicit: bool) -> None:
         policy, space = self.policy, self.env.observation_space
         trained_on = f"checkpoint {policy.source!r} was trained on {policy.env_id}"
+        image = isinstance(space, spaces.Box) and len(space.shape) == 3
+        if policy.pixels is not None:
+            self._check_pixels(trained_on, space, image)
+            return
+        if image:
+            raise CheckpointError(f"{trained_on} with {policy.obs_dim}-d state observations, but this environment's "
+                                  f"are {space.shape} images; build it with env_kwargs={{'obs_type': 'state'}}, or "
+                                  "use a checkpoint of skills trained on pixels")
         # Environments with pixel and state observations (DMC, Kitchen): name the mismatch before the sizes.
         trained_obs = policy.config.get("env_kwargs", {}).get("obs_type")
         env_obs = getattr(self.env.unwrapped, "obs_type", None)
@@ -132,6 +176,29 @@ class SkillEnv(gym.Env, EzPickle):
         if size < policy.obs_dim or (size != policy.obs_dim and not strip_task_info):
             raise CheckpointError(f"{trained_on} with {policy.obs_dim}-d observations, but this environment's are "
                                   f"{size}-d; use a checkpoint for this environment")
+        if self.env.action_space.shape != (policy.action_dim,):
+            raise CheckpointError(f"{trained_on} with {policy.action_dim}-d actions, but this environment's are "
+                                  f"{self.env.action_space.shape}; use a checkpoint for this environment")
+
+    def _check_pixels(self, trained_on: str, space: spaces.Space, image: bool) -> None:
+        """Pixel skills need the environment's frames, of the shape and renderer they were trained on."""
+        policy = self.policy
+        shape = tuple(policy.obs_shape)
+        if not image:
+            raise CheckpointError(f"{trained_on} with {shape} pixel observations, but this environment's are "
+                                  f"{space}; build it with env_kwargs={{'obs_type': 'pixels'}}, or use a checkpoint "
+                                  "of skills trained on state observations")
+        if space.shape != shape or space.dtype != np.uint8:
+            raise CheckpointError(f"{trained_on} with {shape} uint8 frames, but this environment's are {space.shape} "
+                                  f"{space.dtype}; build it as the checkpoint's env_kwargs say "
+                                  f"({policy.config.get('env_kwargs')}, renderer {policy.renderer})")
+        renderer = getattr(self.env.unwrapped, "renderer", None)
+        if policy.renderer is not None and renderer is not None and renderer != policy.renderer:
+            raise CheckpointError(f"{trained_on} with frames drawn with {policy.renderer}, but this environment "
+                                  f"draws them with {renderer}; build it with those arguments, or pass the env id "
+                                  "and let the skill env build it")
+        if self.policy_obs_dim != policy.obs_dim:
+            raise ValueError(f"policy_obs_dim={self.policy_obs_dim}, but {trained_on} with pixels; leave it unset")
         if self.env.action_space.shape != (policy.action_dim,):
             raise CheckpointError(f"{trained_on} with {policy.action_dim}-d actions, but this environment's are "
                                   f"{self.env.action_space.shape}; use a checkpoint for this environment")
@@ -189,7 +256,8 @@ class SkillEnv(gym.Env, EzPickle):
         z = self.skill_of(action)
         total, terminated, truncated, info, steps = 0.0, False, False, {}, 0
         while steps < self.skill_steps and not (terminated or truncated):
-            low_action = self.policy.act(self._obs[: self.policy_obs_dim], z, deterministic=True)
+            obs = self._obs if self.policy.pixels is not None else self._obs[: self.policy_obs_dim]
+            low_action = self.policy.act(obs, z, deterministic=True)
             self._obs, reward, terminated, truncated, info = self.env.step(low_action)
             total += float(reward)
             steps += 1

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from metra_gym.envs.normalization import ObservationNormalizer
-from metra_gym.networks import PhiNetwork, SkillActor, single_threaded
+from metra_gym.networks import PhiNetwork, SkillActor, pixel_encoder, single_threaded
 from metra_gym.registration import metra_env_ids
-from metra_gym.skill_checkpoint.format import CheckpointError, read_config, read_weights
+from metra_gym.skill_checkpoint.format import PIXELS_KEY, CheckpointError, read_config, read_weights
 from metra_gym.skill_checkpoint.hub import locate_checkpoint
 from metra_gym.skill_priors import SKILL_PRIORS, UNIT, outside_prior
 
@@ -23,7 +23,8 @@ CONSTRUCTOR_KEYS = ("env_id", "obs_dim", "action_dim", "skill_dim", "discrete_sk
 
 class SkillPolicy:
     """pi(a | s, z) and phi(s) of a trained METRA agent. All methods take raw (unnormalised) observations and
-    work on a single observation or a batch.
+    work on a single observation or a batch. Skills trained on pixels (``pixels`` set) take the environment's
+    stacked uint8 frames, ``(H, W, C)`` or ``(batch, H, W, C)``, and run each network's own CNN on them.
 
     Example:
         >>> import numpy as np
@@ -61,13 +62,19 @@ class SkillPolicy:
                                   f"{self.skill_prior!r}; re-export the checkpoint")
         self.action_low = np.asarray(config["action_low"], dtype=np.float32)
         self.action_high = np.asarray(config["action_high"], dtype=np.float32)
+        # Skills trained on images: the stacked frames' shape and the renderer that drew them (see format.py).
+        self.pixels: dict[str, Any] | None = config.get(PIXELS_KEY)
+        self.obs_shape = tuple(self.pixels["shape"]) if self.pixels is not None else (self.obs_dim,)
         where = source or "the checkpoint"
+        if self.pixels is not None and int(np.prod(self.obs_shape)) != self.obs_dim:
+            raise CheckpointError(f"{where}: obs_dim is {self.obs_dim}, but its pixels are {list(self.obs_shape)} "
+                                  f"({int(np.prod(self.obs_shape))} values); re-export the checkpoint")
         with single_threaded():  # building the modules runs parallel initialisers otherwise
             self.actor = SkillActor(self.obs_dim, self.skill_dim, self.action_dim, config["actor_hidden"],
-                                    config.get("actor_activation", "tanh"))
+                                    config.get("actor_activation", "tanh"), encoder=pixel_encoder(self.pixels))
             # DIAYN, DADS and CIC learn no representation of states: their checkpoints hold the actor only.
-            self.phi_net = None if config["phi_hidden"] is None else PhiNetwork(self.obs_dim, self.skill_dim,
-                                                                               config["phi_hidden"])
+            self.phi_net = None if config["phi_hidden"] is None else PhiNetwork(
+                self.obs_dim, self.skill_dim, config["phi_hidden"], encoder=pixel_encoder(self.pixels))
             for prefix, module in self._modules():
                 state = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
                 try:
@@ -82,9 +89,10 @@ class SkillPolicy:
         # After the weights: when obs_dim itself is wrong, the message above says so first.
         normalizer = config["normalizer"]
         for key in ("mean", "std"):
-            if len(normalizer[key]) != self.obs_dim:
+            if self.pixels is None and len(normalizer[key]) != self.obs_dim:
                 raise CheckpointError(f"the normalizer {key} in {where} has {len(normalizer[key])} entries, but "
                                       f"obs_dim is {self.obs_dim}; re-export the checkpoint")
+        # Pixel skills: unused (their CNNs scale uint8 pixels by 1 / 255 themselves).
         self.normalizer = ObservationNormalizer(normalizer["mean"], normalizer["std"])
         for _, module in self._modules():
             module.eval()
@@ -142,7 +150,8 @@ class SkillPolicy:
         :param max_episode_steps: the time limit (None: the registered one).
         :param allowed_env_ids: further env ids this checkpoint may name, exactly as written in its config.json
             (``module:id`` ids only when listed here); for checkpoints you trust.
-        :param kwargs: more keyword arguments for ``gym.make`` (after the checkpoint's ``env_kwargs``).
+        :param kwargs: more keyword arguments for ``gym.make`` (after the checkpoint's ``env_kwargs`` and, for pixel
+            skills, its renderer).
         :raises CheckpointError: when the checkpoint names an env id that is neither metra_gym's nor allowed.
         """
         import gymnasium as gym
@@ -157,11 +166,30 @@ class SkillPolicy:
             raise CheckpointError(f"checkpoint {self.source!r} names env id {env_id!r}; gym.make would {effect}. "
                                   f"If you trust this checkpoint, pass allowed_env_ids=[{env_id!r}]")
         return gym.make(env_id, max_episode_steps=max_episode_steps,
-                        **{**self.config.get("env_kwargs", {}), **kwargs})
+                        **{**self.config.get("env_kwargs", {}), **(self.renderer or {}), **kwargs})
 
     # --- inputs -----------------------------------------------------------------------------------------
 
+    @property
+    def renderer(self) -> dict[str, Any] | None:
+        """How the frames these skills were trained on were drawn (``{"cheap_render": bool, "frame_size": int}``,
+        the DMC environments' arguments); None for state skills, older checkpoints and environments without a
+        renderer choice."""
+        return self.pixels.get("renderer") if self.pixels is not None else None
+
+    def _pixels(self, obs: Any) -> tuple[torch.Tensor, bool]:
+        array = np.asarray(obs) if isinstance(obs, np.ndarray) else None
+        shape = self.obs_shape
+        if array is None or array.dtype != np.uint8 or array.shape[-3:] != shape or array.ndim not in (3, 4):
+            got = f"{array.dtype} array of shape {array.shape}" if array is not None else type(obs).__name__
+            raise ValueError(f"these skills were trained on pixels: observations must be uint8 arrays of shape {shape} "
+                             f"or (batch, {', '.join(map(str, shape))}) (the environment's stacked frames), got {got}")
+        single = array.ndim == 3
+        return torch.from_numpy(np.ascontiguousarray(array[None] if single else array)), single
+
     def _obs(self, obs: Any) -> tuple[torch.Tensor, bool]:
+        if self.pixels is not None:
+            return self._pixels(obs)
         try:
             array = np.asarray(obs, dtype=np.float64)
         except (TypeError, ValueError, OverflowError):

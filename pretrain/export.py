@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch as th
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard import metadata_eval_result
@@ -18,23 +19,21 @@ from safetensors.torch import save_file
 from sb3_contrib.common.torch_layers import BatchRenorm
 
 import metra_gym
-from metra_gym.networks import PhiNetwork, SkillActor
-from metra_gym.skill_checkpoint.format import CARD, CONFIG, WEIGHTS
+from metra_gym.networks import PhiNetwork, SkillActor, pixel_encoder
+from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, PIXELS_KEY, WEIGHTS
 from metra_gym.skill_priors import DESCRIPTIONS, UNIT
 from pretrain.algorithms import skill_prior
+from pretrain.algorithms.common.pixel_encoder import image_layout
 from pretrain.project_paths import project_path
 from pretrain.run.config import FITTED, ConfigError, PretrainConfig
 from pretrain.run.env_wrappers import NormalizeObservationPreset
 from pretrain.run.envs import config_normalizer, import_env_module, with_fitted_normalizer
 from pretrain.run.run_state import run_state_dir, verify_files
-from pretrain.run.trainer import algorithm_class, read_run_config
+from pretrain.run.trainer import algorithm_class, encoder_channels, read_run_config
 
-# SB3's SAC Actor -> metra_gym.networks.SkillActor, for any number of hidden layers
-_ACTOR_PREFIXES = {"latent_pi.": "latent.", "mu.": "mu.", "log_std.": "log_std."}
-
-
-PIXEL_EXPORT = ("skill checkpoints hold MLP networks on state observations; exporting a pixel run is not supported yet "
-                "(evaluate it with its run folder instead)")
+# SB3's SAC Actor -> metra_gym.networks.SkillActor, for any number of hidden layers (and a pixel run's CNN)
+_ACTOR_PREFIXES = {"latent_pi.": "latent.", "mu.": "mu.", "log_std.": "log_std.",
+                   "features_extractor.encoder.": "encoder."}
 
 
 def skill_env_id(env_id: str) -> str | None:
@@ -89,9 +88,11 @@ def _folded_actor(actor: th.nn.Module) -> dict[str, th.Tensor]:
 
 
 def skill_tensors(model) -> dict[str, th.Tensor]:
-    """The actor and phi weights of a trained model under the names of :class:`metra_gym.SkillPolicy`."""
-    if getattr(model, "pixels", False):
-        raise ConfigError(PIXEL_EXPORT)
+    """The actor and phi weights of a trained model under the names of :class:`metra_gym.SkillPolicy` (a pixel run's
+    actor with its own CNN, phi with its own)."""
+    if getattr(model.actor.features_extractor, "projection", None) is not None:
+        raise ConfigError("cannot export a pixel actor whose features extractor projects the CNN's features "
+                          "(projection_dim): metra_gym's SkillActor feeds them to its MLP directly")
     layers = list(model.actor.latent_pi)
     if any(isinstance(layer, BatchRenorm) for layer in layers):
         tensors = _folded_actor(model.actor)
@@ -248,9 +249,17 @@ def measured_provenance(held_out: str | Path | None, goals: str | Path | None) -
 def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:
     """Write a model's skill policy and phi as a skill checkpoint folder (atomically). The networks' hidden widths
     are read from the weights, so any MLP the model was built with is recorded as it is."""
+    pixels = None
+    if getattr(model, "pixels", False):
+        venv = model.get_env()  # a model loaded from a run state has none: build one environment for its renderer
+        env = venv.unwrapped.envs[0] if venv is not None else gym.make(run_config.env_id, **run_config.env_kwargs)
+        c, h, w, _ = image_layout(model.observation_space["pixels"])
+        pixels = pixels_entry(run_config, (h, w, c), env)
+        if venv is None:
+            env.close()
     tensors = skill_tensors(model)
     config = checkpoint_config(run_config, model.obs_dim, model.action_space.low, model.action_space.high,
-                               provenance)
+                               provenance, pixels)
     config["actor_hidden"] = hidden_widths(tensors, "actor.latent.")
     if config["phi_hidden"] is not None:
         config["phi_hidden"] = hidden_widths(tensors, "phi.net.")
@@ -324,6 +333,14 @@ def model_config(model) -> tuple[PretrainConfig, dict[str, Any]]:
     return PretrainConfig(**known), known
 
 
+def pixels_entry(run_config: PretrainConfig, shape: tuple[int, int, int], env: gym.Env) -> dict[str, Any]:
+    """The ``pixels`` entry of a pixel checkpoint's config.json: the stacked frames' ``(H, W, C)``, the CNN's
+    channels, and the renderer of the environment's frames (``env.unwrapped.renderer``: cheap or not, frame size;
+    null for an environment without one), so that the skill env draws the frames the skills were trained on."""
+    return {"shape": [int(v) for v in shape], "encoder_channels": list(encoder_channels(run_config)),
+            "renderer": getattr(env.unwrapped, "renderer", None)}
+
+
 def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: bool = False) -> Path:
     """A skill checkpoint of freshly initialised networks (the baseline of zero-shot and downstream results),
     built from :mod:`metra_gym.networks` with the initialisation of a new training model, without training code."""
@@ -333,24 +350,26 @@ def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: boo
     import_env_module(run_config.env_id)
     env = gym.make(run_config.env_id, **run_config.env_kwargs)
     observation_space, action_space = env.observation_space, env.action_space
+    image = isinstance(observation_space, gym.spaces.Box) and len(observation_space.shape) == 3
+    pixels = pixels_entry(run_config, observation_space.shape, env) if image else None
     env.close()
-    if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
-        raise ConfigError(f"{PIXEL_EXPORT}; {run_config.env_id} with these env_kwargs has {observation_space} "
-                          "observations")
-    obs_dim = int(observation_space.shape[0])
+    if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) not in (1, 3):
+        raise ConfigError(f"skill checkpoints hold flat or (H, W, C) image observations; {run_config.env_id} with "
+                          f"these env_kwargs has {observation_space} observations")
+    obs_dim = int(np.prod(observation_space.shape))
     th.manual_seed(run_config.seed)
     actor = SkillActor(obs_dim, run_config.skill_dim, int(action_space.shape[0]), run_config.hidden,
-                       actor_activation(run_config))
+                       actor_activation(run_config), encoder=pixel_encoder(pixels))
     for head in (actor.mu, actor.log_std):  # as SkillSACPolicy initialises the actor's output layers
         th.nn.init.xavier_normal_(head.weight, gain=0.1)
         th.nn.init.zeros_(head.bias)
     tensors = {f"actor.{k}": v for k, v in actor.state_dict().items()}
     if has_phi(run_config):
-        phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.phi_hidden)
+        phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.phi_hidden, encoder=pixel_encoder(pixels))
         tensors.update({f"phi.{k}": v for k, v in phi.state_dict().items()})
     provenance = {"run": "untrained", "env_steps": 0, "epochs": 0, "policy_coverage": None, "machine": "-",
                   "command": f"metra-pretrain export --untrained --config ... {out_dir}"}
-    config = checkpoint_config(run_config, obs_dim, action_space.low, action_space.high, provenance)
+    config = checkpoint_config(run_config, obs_dim, action_space.low, action_space.high, provenance, pixels)
     return write_checkpoint({k: v.detach().float().contiguous() for k, v in tensors.items()}, config, out_dir)
 
 
@@ -368,13 +387,16 @@ def has_phi(run_config: PretrainConfig) -> bool:
 
 
 def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any, action_high: Any,
-                      provenance: dict[str, Any]) -> dict[str, Any]:
+                      provenance: dict[str, Any], pixels: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``config.json`` of a skill checkpoint: what the networks need and where they came from. Its format version
     is the lowest that reads it (2 for a tanh actor on unit or one-hot skills; 3 adds ReLU actors, 4 the other
-    skill priors), so that older metra-gym versions load what they can and refuse what they would misread."""
+    skill priors and pixels), so that older metra-gym versions load what they can and refuse what they would
+    misread. ``pixels``: see :func:`pixels_entry` (None for state observations); a pixel checkpoint's normaliser is
+    the identity, unused (its CNNs scale uint8 pixels by 1 / 255)."""
     activation = actor_activation(run_config)
     prior = UNIT if run_config.discrete_skills else skill_prior(run_config)
-    version = 4 if prior != UNIT else 3 if activation != "tanh" else 2
+    version = FORMAT_VERSION if prior != UNIT or pixels is not None else 3 if activation != "tanh" else 2
+    normalizer_dim = 1 if pixels is not None else obs_dim
     return {
         "format_version": version,
         "env_id": run_config.env_id,
@@ -390,7 +412,8 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
         "actor_hidden": run_config.hidden,
         **({} if activation == "tanh" else {"actor_activation": activation}),
         "phi_hidden": run_config.phi_hidden if has_phi(run_config) else None,
-        "normalizer": {"name": run_config.normalizer, **config_normalizer(run_config, obs_dim).to_dict()},
+        "normalizer": {"name": run_config.normalizer, **config_normalizer(run_config, normalizer_dim).to_dict()},
+        **({} if pixels is None else {PIXELS_KEY: pixels}),
         "provenance": {
             "algorithm": f"{run_config.algo.upper()} on {run_config.backbone.upper()} (metra-gym)",
             "package_version": metra_gym.__version__,

@@ -192,6 +192,12 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
         EzPickle.__init__(self, obs_type=obs_type, action_repeat=action_repeat, frame_size=frame_size,
                           cheap_render=cheap_render, render_mode=render_mode)
 
+    @property
+    def renderer(self) -> dict[str, Any]:
+        """How frames are drawn: ``{"cheap_render": bool, "frame_size": int}``, the constructor arguments a skill
+        checkpoint records so that its skills are run on the frames they were trained on."""
+        return {"cheap_render": self.cheap_render, "frame_size": self.frame_size}
+
     def _load(self, suite: Any) -> Any:
         """The dm_control environment (a ``control.Environment``) with its own time limit switched off."""
         return suite.load(self.domain, self.task, task_kwargs={"time_limit": float("inf")},

@@ -20,9 +20,12 @@ from metra_gym.skill_priors import SKILL_PRIORS, UNIT
 # Version 2 adds ``weights_sha256``, the sha256 hex digest of model.safetensors; version 1 checkpoints (without
 # it) still load. Version 3 adds the optional ``actor_activation`` (absent: tanh); an export writes 3 only when it is
 # not tanh, so that a reader of version 2 refuses a ReLU actor instead of running it with tanh. Version 4 adds the
-# optional ``skill_prior`` of continuous skills (absent: unit vectors), written only when it is another prior, so that
-# a reader of version 3 refuses N(0, I) skills instead of projecting them to unit length.
+# optional ``skill_prior`` of continuous skills (absent: unit vectors), written only when it is another prior, and
+# optional ``pixels`` (absent or null: state observations): skills trained on images, with the encoders' input and
+# the renderer of their frames. Only such checkpoints are written as 4, so that older readers refuse them instead of
+# projecting N(0, I) skills to unit length or feeding frames to a state network.
 FORMAT_VERSION = 4
+PIXELS_KEY = "pixels"
 ACTOR_ACTIVATIONS = ("tanh", "relu")  # the keys of metra_gym.networks.ACTIVATIONS (this module stays torch-free)
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
@@ -131,8 +134,28 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         fail("normalizer.std", "positive in every entry (observations are divided by it)")
     if not isinstance(config["provenance"], dict):
         fail("provenance", "a JSON object")
+    if config.get(PIXELS_KEY) is not None:
+        _check_pixels(config[PIXELS_KEY], fail)
     if SHA256_KEY in config and not (isinstance(config[SHA256_KEY], str) and _SHA256.match(config[SHA256_KEY])):
         fail(SHA256_KEY, "the sha256 hex digest of model.safetensors (64 lowercase hex digits)")
+
+
+def _check_pixels(pixels: Any, fail: Any) -> None:
+    """The ``pixels`` entry of a pixel checkpoint: ``{"shape": [H, W, C], "encoder_channels": [...], "renderer":
+    {"cheap_render": bool, "frame_size": int} or null}`` (null: an environment without a renderer choice)."""
+    expected = ('a JSON object {"shape": [H, W, C], "encoder_channels": [positive integers], "renderer": '
+                '{"cheap_render": true or false, "frame_size": a positive integer} or null}')
+    if not isinstance(pixels, dict) or not {"shape", "encoder_channels", "renderer"} <= pixels.keys():
+        fail(PIXELS_KEY, expected)
+    for key, length in (("shape", 3), ("encoder_channels", None)):
+        value = pixels[key]
+        if not isinstance(value, list) or not value or (length and len(value) != length) \
+                or not all(_is_int(v) and v >= 1 for v in value):
+            fail(PIXELS_KEY, expected)
+    renderer = pixels["renderer"]
+    if renderer is not None and not (isinstance(renderer, dict) and isinstance(renderer.get("cheap_render"), bool)
+                                     and _is_int(renderer.get("frame_size")) and renderer["frame_size"] >= 1):
+        fail(PIXELS_KEY, expected)
 
 
 def read_weights(folder: Path, config: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -85,8 +85,8 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
     plot_trajectories(positions, skills, out_dir / "trajectories.png",
                       title=f"{policy.env_id}: {n_skills} skills, coverage {bins} bins")
     if policy.skill_dim == 2 and not policy.discrete and policy.phi_net is not None:  # DIAYN, DADS, CIC: no phi
-        plot_phi(policy.phi(obs.reshape(-1, obs.shape[-1])).reshape(len(skills), -1, 2), skills,
-                 out_dir / "phi.png")
+        # One skill's path at a time: a batch of every frame of every skill would not fit a pixel CNN's memory.
+        plot_phi(np.stack([policy.phi(path) for path in obs]), skills, out_dir / "phi.png")
     (out_dir / "coverage.json").write_text(json.dumps(result, indent=1))
     return result
 

@@ -35,8 +35,9 @@ def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np
 
 def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = EPISODE_STEPS, seed: int = 0) -> dict[str, Any]:
     """Final distances to ``n_goals`` goals, the goals, and the paths."""
-
-
+    if policy.pixels is not None:  # the goal state moves the position in the observation, which images have not
+        raise ValueError(f"{policy.source} holds skills trained on pixels; zero-shot goal reaching here builds goal "
+                         "states by writing the goal position into a state observation, so it needs state skills")
     rollouts = SkillRollouts(lambda: policy.make_env(steps), n_goals, steps)
     starts = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(rollouts.envs)])
     n_coordinates = len(rollouts.envs[0].reset(seed=seed)[1]["coordinates"])

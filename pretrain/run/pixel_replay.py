@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.buffers import BaseBuffer
+from stable_baselines3.common.buffers import BaseBuffer, ReplayBuffer
 from stable_baselines3.common.preprocessing import get_action_dim, get_obs_shape, is_image_space_channels_first
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
@@ -111,9 +111,13 @@ def _layout(buffer_size: int, observation_space: spaces.Space, action_space: spa
     return geometry, specs
 
 
-class FrameStackReplayBuffer(BaseBuffer):
+class FrameStackReplayBuffer(ReplayBuffer):
     """SB3 replay buffer for frame-stacked uint8 image observations (a plain image Box, or a Dict of one image and
     vector entries such as the skill) that stores each frame once and rebuilds the stacks at sample time.
+
+    A :class:`ReplayBuffer` for SB3 (whose ``load_replay_buffer`` accepts nothing else, so that a resumed pixel run
+    gets its buffer back), with its own storage: ``ReplayBuffer.__init__``, which would allocate SB3's arrays, is
+    not run.
 
     :param buffer_size: transitions kept, all environments together (``buffer_size // n_envs`` per environment,
         as in SB3).
@@ -137,7 +141,7 @@ class FrameStackReplayBuffer(BaseBuffer):
                  device: th.device | str = "auto", n_envs: int = 1, optimize_memory_usage: bool = False,
                  handle_timeout_termination: bool = True, pixels_key: str = "pixels", frame_channels: int = 3,
                  min_episode_length: int = 100, frames_per_env: int | None = None) -> None:
-        super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs)
+        BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device, n_envs=n_envs)
         geometry, specs = _layout(buffer_size, observation_space, action_space, n_envs, pixels_key, frame_channels,
                                   min_episode_length, frames_per_env)
         self.is_dict = isinstance(observation_space, spaces.Dict)

@@ -259,7 +259,8 @@ def load_run_state(folder: Path, model, tracker: CoverageTracker) -> dict[str, A
     kind, key, pos, has_gauss, gauss = state["numpy_rng"]
     np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, gauss))
     th.set_rng_state(th.from_numpy(np.frombuffer(base64.b64decode(state["torch_rng"]), dtype=np.uint8).copy()))
-    venv = model.get_env()
+    # The vec env itself, under SB3's wrappers (an image run's VecTransposeImage keeps seeds of its own).
+    venv = model.get_env().unwrapped
     _set_env_rngs(venv, state["env_rngs"])
     venv._reset_seeds()  # drop the seeds SB3's load queued for the next reset
     model.action_space.np_random.bit_generator.state = state["action_space_rng"]

@@ -70,22 +70,28 @@ def algorithm_class(config: PretrainConfig) -> type[SkillAlgorithm]:
     return algorithms.algorithm_class(config.algo, config.backbone)
 
 
+def encoder_channels(config: PretrainConfig) -> tuple[int, ...]:
+    """The output channels of a pixel run's CNN convolutions (the paper's unless the config sets them)."""
+    return tuple(config.encoder_channels or PAPER_CHANNELS)
+
+
 def pixel_settings(config: PretrainConfig, venv: VecEnv) -> dict[str, Any]:
-    """What a pixel run changes: the paper's CNN as the policy's and critics' features extractor (actor and critics
-    each their own), phi's own CNN, and the replay buffer that stores each frame once. Empty for flat observations."""
+    """What a pixel run changes: the paper's CNN as the features extractor of the actor and of each Q head (every one
+    its own, as in the official agent: with phi's, four CNNs), and the replay buffer that stores each frame once.
+    Empty for flat observations."""
     if not isinstance(venv.observation_space, gym.spaces.Dict):
         return {}
     for key, supported in (("algo", "metra"), ("backbone", "sac"), ("collector", "sequential")):
         if getattr(config, key) != supported:
             raise ConfigError(f"pixel observations ({config.env_id}) need {key}={supported}; got {getattr(config, key)}")
     image = venv.observation_space["pixels"]  # channels-last, as the environment renders
-    channels = tuple(config.encoder_channels or PAPER_CHANNELS)
+    channels = encoder_channels(config)
     encoder = {"in_channels": int(image.shape[2]), "image_size": int(image.shape[0]),
                "image_width": int(image.shape[1]), "channels": channels}
     return {"phi_encoder": encoder, "replay_buffer_class": FrameStackReplayBuffer,
             "policy_kwargs": {"features_extractor_class": PixelFeaturesExtractor,
                               "features_extractor_kwargs": {"channels": channels},
-                              "share_features_extractor": False}}
+                              "share_features_extractor": False, "features_extractor_per_q": True}}
 
 
 def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillAlgorithm:

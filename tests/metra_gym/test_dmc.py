@@ -272,7 +272,8 @@ def _random_policy(obs_dim, action_dim, env_id):
 def test_skill_ids_without_a_bundled_checkpoint_say_so():
     for env_id, name in (("metra/QuadrupedSkills-v0", "quadruped_state"), ("metra/HumanoidGoalSkills-v0",
                                                                              "humanoid_state")):
-        with pytest.raises(CheckpointError, match=f"unknown checkpoint '{name}'.*bundled names"):
+        with pytest.raises(CheckpointError, match=f"default skills of .*{env_id}.* \\('{name}'\\) are not bundled "
+                                                  f"with this version of metra-gym.*--config {name}"):
             gym.make(env_id)
 
 

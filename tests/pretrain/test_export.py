@@ -179,9 +179,15 @@ def test_baselines_export_and_load_in_the_runtime(tmp_path, capsys, algo):
     assert not (tmp_path / "goals").exists()
 
 
-def test_untrained_export_of_a_pixel_config_is_refused_like_a_pixel_run(tmp_path, capsys):
+def test_untrained_export_of_a_pixel_config_loads_and_goal_eval_refuses_it_clearly(tmp_path, capsys):
     out = tmp_path / "out"
-    code = main(["export", "--untrained", "--config", "point_mass_pixels", str(out)])
+    assert main(["export", "--untrained", "--config", "point_mass_pixels", str(out)]) == 0
+    policy = SkillPolicy.from_pretrained(str(out))
+    assert policy.obs_shape == (48, 48, 9) and policy.config["format_version"] == 4
+    frames = np.zeros((2, 48, 48, 9), dtype=np.uint8)
+    assert policy.act(frames, np.array([1.0, 0.0])).shape == (2, 2) and policy.phi(frames).shape == (2, 2)
+    capsys.readouterr()
+    assert main(["goal-eval", str(out), "--goals", "4", "--out", str(tmp_path / "goals")]) == 2
     err = capsys.readouterr().err
-    assert code == 2 and "exporting a pixel run is not supported yet" in err and err.count("error:") == 1
-    assert not out.exists()
+    assert "skills trained on pixels; zero-shot goal reaching" in err and err.count("error:") == 1
+    assert not (tmp_path / "goals").exists()

@@ -1,11 +1,14 @@
-"""The pixel encoder of pixel METRA (Park et al., ICLR 2024) and an SB3 features extractor around it.
+"""The pixel encoder of pixel METRA (Park et al., ICLR 2024; the module, :class:`PixelEncoder`, is defined in
+:mod:`metra_gym.networks` so that skill checkpoints load without the training code) and an SB3 features extractor
+around it.
 
 The official code (``garagei/torch/modules/with_encoder.py``) encodes 3 stacked 64 x 64 x 3 frames (9 channels,
 oldest frame first) with ``pixels / 255`` followed by 4 convolutions of kernel 4 and stride 2, no padding, with
 48-96-192-384 channels and an ELU after each, flattened: 64 -> 31 -> 14 -> 6 -> 2, so 384 * 2 * 2 = 1536
 features. The state part of the input (the skill z for the policy and the critics) is concatenated after the image
-features; phi sees the pixels only. Each network (policy, each critic, phi) has its OWN encoder; there is no
-augmentation.
+features; phi sees the pixels only. Each network (policy, Q1, Q2, phi) has its OWN encoder (four CNNs; SB3's
+critic would feed both Q heads from one: see ``pretrain.algorithms.common.policies.FeaturesExtractorPerQCritic``);
+there is no augmentation.
 
 Pixel convention (one rule, so that nothing is divided by 255 twice):
 
@@ -35,19 +38,15 @@ from stable_baselines3.common.preprocessing import is_image_space_channels_first
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-PAPER_CHANNELS = (48, 96, 192, 384)
-PAPER_KERNEL, PAPER_STRIDE = 4, 2
-
-
-def conv_output_size(image_size: int, n_layers: int, kernel_size: int = PAPER_KERNEL,
-                     stride: int = PAPER_STRIDE) -> int:
-    """Side of the last feature map of ``n_layers`` unpadded convolutions; 0 or less means the image is too small."""
-    size = image_size
-    for _ in range(n_layers):
-        size = (size - kernel_size) // stride + 1
-        if size < 1:
-            return 0
-    return size
+# The CNN itself lives in the runtime package, which skill checkpoints load without the training code.
+from metra_gym.networks import (  # noqa: F401  (re-exported: the CNN's names in the training code)
+    PAPER_CHANNELS,
+    PAPER_KERNEL,
+    PAPER_STRIDE,
+    PhiNetwork,
+    PixelEncoder,
+    conv_output_size,
+)
 
 
 def image_layout(space: spaces.Box) -> tuple[int, int, int, bool]:
@@ -61,73 +60,6 @@ def image_layout(space: spaces.Box) -> tuple[int, int, int, bool]:
     else:
         h, w, c = space.shape
     return int(c), int(h), int(w), bool(channels_first)
-
-
-class PixelEncoder(nn.Module):
-    """The METRA CNN: ``/255`` for uint8 input, then convolutions with ELU, flattened.
-
-    :param in_channels: channels of the stacked input (frame channels x stack: 9 for 3 RGB frames).
-    :param image_size: height (and width unless ``image_width`` is given) of the input.
-    :param channels: output channels of each convolution (the paper: 48, 96, 192, 384).
-    :param kernel_size: kernel of every convolution (the paper: 4).
-    :param stride: stride of every convolution (the paper: 2); no padding.
-    :param image_width: width when the image is not square.
-    :param check_range: on the first forward call, raise if a float input exceeds 1 (see the module docstring).
-
-    ``forward`` takes ``(..., C, H, W)`` or ``(..., H, W, C)``, uint8 in [0, 255] or float in [0, 1], and returns
-    ``(..., output_dim)`` float32 features.
-    """
-
-    def __init__(self, in_channels: int = 9, image_size: int = 64, channels: Sequence[int] = PAPER_CHANNELS,
-                 kernel_size: int = PAPER_KERNEL, stride: int = PAPER_STRIDE, image_width: int | None = None,
-                 check_range: bool = True) -> None:
-        super().__init__()
-        channels = tuple(int(c) for c in channels)
-        if in_channels < 1 or not channels or min(channels) < 1:
-            raise ValueError(f"in_channels and channels must be positive, got {in_channels} and {channels}")
-        self.in_channels, self.channels = int(in_channels), channels
-        self.image_height, self.image_width = int(image_size), int(image_width or image_size)
-        out_h = conv_output_size(self.image_height, len(channels), kernel_size, stride)
-        out_w = conv_output_size(self.image_width, len(channels), kernel_size, stride)
-        if out_h < 1 or out_w < 1:
-            raise ValueError(f"a {self.image_height} x {self.image_width} image is too small for {len(channels)} "
-                             f"unpadded convolutions of kernel {kernel_size} and stride {stride}")
-        layers: list[nn.Module] = []
-        previous = self.in_channels
-        for depth in channels:
-            layers += [nn.Conv2d(previous, depth, kernel_size, stride=stride), nn.ELU()]
-            previous = depth
-        self.convs = nn.Sequential(*layers)
-        self.output_shape = (channels[-1], out_h, out_w)
-        self.output_dim = int(np.prod(self.output_shape))
-        self.check_range = check_range
-        self._range_checked = False
-
-    def to_channels_first(self, pixels: th.Tensor) -> th.Tensor:
-        """``pixels`` as ``(N, C, H, W)`` (leading dimensions flattened), in whichever layout it came."""
-        c, h, w = self.in_channels, self.image_height, self.image_width
-        if pixels.dim() < 3:
-            raise ValueError(f"expected (..., {c}, {h}, {w}) or (..., {h}, {w}, {c}) pixels, got {tuple(pixels.shape)}")
-        tail = tuple(pixels.shape[-3:])
-        if tail == (c, h, w):
-            return pixels.reshape(-1, c, h, w)
-        if tail == (h, w, c):
-            return pixels.reshape(-1, h, w, c).permute(0, 3, 1, 2)
-        raise ValueError(f"expected (..., {c}, {h}, {w}) or (..., {h}, {w}, {c}) pixels, got {tuple(pixels.shape)}")
-
-    def forward(self, pixels: th.Tensor) -> th.Tensor:
-        lead = pixels.shape[:-3]
-        x = self.to_channels_first(pixels)
-        if x.dtype == th.uint8:
-            x = x.float().div_(255.0)
-        else:
-            if self.check_range and not self._range_checked and x.numel():
-                if float(x.detach().max()) > 1.0 + 1e-6:
-                    raise ValueError("PixelEncoder got float pixels above 1: float input must already be divided by "
-                                     "255 (SB3 does so with normalize_images=True); pass raw pixels as uint8")
-                self._range_checked = True
-            x = x.float()
-        return self.convs(x).reshape(*lead, self.output_dim)
 
 
 class PixelFeaturesExtractor(BaseFeaturesExtractor):
@@ -180,9 +112,10 @@ class PixelFeaturesExtractor(BaseFeaturesExtractor):
         return th.cat([features, *extras], dim=1)
 
 
-class PixelPhiNetwork(nn.Module):
+class PixelPhiNetwork(PhiNetwork):
     """phi for pixel observations: its own :class:`PixelEncoder`, then a ReLU MLP to R^D (METRA's phi sees the
-    pixels only, never the skill).
+    pixels only, never the skill). The runtime's :class:`metra_gym.networks.PhiNetwork` with an encoder, so that a
+    skill checkpoint holds its weights under the same names.
 
     :param encoder: keyword arguments of :class:`PixelEncoder` (``in_channels``, ``image_size``, ``channels``, ...).
     :param skill_dim: D.
@@ -190,11 +123,4 @@ class PixelPhiNetwork(nn.Module):
     """
 
     def __init__(self, encoder: dict, skill_dim: int, hidden: Sequence[int]) -> None:
-        super().__init__()
-        from metra_gym.networks import mlp
-
-        self.encoder = PixelEncoder(**encoder)
-        self.head = mlp(self.encoder.output_dim, list(hidden), skill_dim, nn.ReLU)
-
-    def forward(self, pixels: th.Tensor) -> th.Tensor:
-        return self.head(self.encoder(pixels))
+        super().__init__(0, skill_dim, hidden, encoder=PixelEncoder(**encoder))
