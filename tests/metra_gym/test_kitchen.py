@@ -2,6 +2,7 @@
 the MuJoCo fix for gymnasium-robotics 1.4.x, the skill-level id and bad input."""
 
 import copy
+import json
 import pickle
 import subprocess
 import sys
@@ -297,7 +298,8 @@ def test_skill_id_runs_24_discrete_skills_of_25_steps():
 
 
 def test_skill_id_without_a_bundled_checkpoint_says_so():
-    with pytest.raises(CheckpointError, match="unknown checkpoint 'kitchen_state'.*bundled names"):
+    with pytest.raises(CheckpointError, match=r"default skills of metra/KitchenSkills-v0 \('kitchen_state'\) are not "
+                                              r"bundled.*--config kitchen_state"):
         gym.make("metra/KitchenSkills-v0")
 
 
@@ -336,9 +338,10 @@ def test_pixel_checkpoint_on_the_state_env_is_refused():
         gym.make("metra/KitchenSkills-v0", checkpoint=_random_policy("pixels", 64 * 64 * 9))
 
 
-def test_pixel_config_cannot_be_exported_as_a_skill_checkpoint(tmp_path):
+def test_pixel_config_exports_a_pixel_skill_checkpoint(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pretrain", "export", "--untrained", "--config", "kitchen",
                           str(tmp_path / "skills")], capture_output=True, text=True, timeout=180)
-    assert out.returncode == 2, out.stderr
-    assert "exporting a pixel run is not supported" in out.stderr and "Traceback" not in out.stderr
-    assert not (tmp_path / "skills").exists()
+    assert out.returncode == 0, out.stderr
+    written = json.loads((tmp_path / "skills" / "config.json").read_text())
+    assert written["pixels"] is not None and written["format_version"] == 4
+    assert written["env_id"] == "metra/Kitchen-v0" and written["skill_dim"] == 24 and written["discrete_skills"]
