@@ -151,8 +151,19 @@ class SkillPolicy:
                       else "build an environment metra_gym did not register")
             raise CheckpointError(f"checkpoint {self.source!r} names env id {env_id!r}; gym.make would {effect}. "
                                   f"If you trust this checkpoint, pass allowed_env_ids=[{env_id!r}]")
-        return gym.make(env_id, max_episode_steps=max_episode_steps,
-                        **{**self.config.get("env_kwargs", {}), **kwargs})
+        env = gym.make(env_id, max_episode_steps=max_episode_steps, **{**self.config.get("env_kwargs", {}), **kwargs})
+        # The env id is text in config.json: a checkpoint naming another env's id gets that env, which would run a
+        # policy made for other observations. The networks' sizes say which env they were made for.
+        space = env.observation_space
+        obs_dims = {getattr(env.unwrapped, "pretraining_obs_dim", None), space.shape[0] if len(space.shape) == 1 else None}
+        if not isinstance(space, gym.spaces.Box) or self.obs_dim not in obs_dims \
+                or env.action_space.shape != (self.action_dim,):
+            env.close()
+            raise CheckpointError(f"checkpoint {self.source!r} names env id {env_id!r}, but its networks take "
+                                  f"{self.obs_dim}-d observations and {self.action_dim}-d actions, and {env_id} has "
+                                  f"{space} observations and {env.action_space} actions: its config.json names another "
+                                  "env's id; correct env_id there, or re-export the checkpoint")
+        return env
 
     # --- inputs -----------------------------------------------------------------------------------------
 

@@ -192,3 +192,9 @@ def test_an_unknown_render_mode_is_refused_not_warned_about():
     with pytest.raises(ValueError, match=r"render_mode must be None or one of \['human', 'rgb_array', "
                                          r"'depth_array'.*got 'banana'"):
         gym.make("metra/AntSkills-v0", render_mode="banana")
+
+
+@pytest.mark.parametrize("env", [None, 3, gym.make])
+def test_an_env_that_is_neither_an_id_nor_an_env_is_one_clear_error(env):
+    with pytest.raises(TypeError, match="env must be a Gymnasium env id .e.g. 'metra/Ant-v0'. or a gymnasium.Env, got"):
+        SkillEnv(env=env)

@@ -48,6 +48,12 @@ def _run(args, capsys):
     (["--set", "discrete_skills=false_"], "'discrete_skills' must be bool"),
     (["--set", "env_id=CartPole-v1", "--set", "normalizer=none"], "has Discrete(2) actions"),
     (["--set", "env_id=Pendulum-v1", "--set", "normalizer=none"], "does not put the agent's position in info"),
+    (["--set", "learning_rate=true"], "config key 'learning_rate' must be a number, got True"),
+    (["--set", "backbone=crossq", "--set", "tau=0.01"], "tau (0.01) is the rate of the target networks' updates, and "
+                                                         "backbone crossq has no target networks; remove tau"),
+    (["--set", "buffer_size=1000000000000"], "this run needs at least 48,428.8 GiB of memory (replay buffer 48,428.8 "
+                                             "GiB, networks with their optimiser state 0.0 GiB), but this machine has"),
+    (["--set", "net_width=10000000"], "GiB), but this machine has"),
 ])
 def test_bad_config_is_one_clear_error_and_writes_nothing(tmp_path, capsys, args, message):
     run = tmp_path / "run"
