@@ -155,14 +155,15 @@ class SkillPolicy:
         # The env id is text in config.json: a checkpoint naming another env's id gets that env, which would run a
         # policy made for other observations. The networks' sizes say which env they were made for.
         space = env.observation_space
-        obs_dims = {getattr(env.unwrapped, "pretraining_obs_dim", None), space.shape[0] if len(space.shape) == 1 else None}
-        if not isinstance(space, gym.spaces.Box) or self.obs_dim not in obs_dims \
-                or env.action_space.shape != (self.action_dim,):
+        flat = isinstance(space, gym.spaces.Box) and len(space.shape) == 1
+        fits = flat and self.obs_dim in (space.shape[0], getattr(env.unwrapped, "pretraining_obs_dim", None))
+        if not fits or env.action_space.shape != (self.action_dim,):
             env.close()
+            spaces = [f"shape {s.shape}" if isinstance(s, gym.spaces.Box) else str(s) for s in (space, env.action_space)]
             raise CheckpointError(f"checkpoint {self.source!r} names env id {env_id!r}, but its networks take "
                                   f"{self.obs_dim}-d observations and {self.action_dim}-d actions, and {env_id} has "
-                                  f"{space} observations and {env.action_space} actions: its config.json names another "
-                                  "env's id; correct env_id there, or re-export the checkpoint")
+                                  f"observations of {spaces[0]} and actions of {spaces[1]}: its config.json names "
+                                  "another env's id; correct env_id there, or re-export the checkpoint")
         return env
 
     # --- inputs -----------------------------------------------------------------------------------------

@@ -122,7 +122,8 @@ def _export(args: argparse.Namespace) -> int:
     except (ConfigError, ResumeError) as error:
         return _fail(error)
     except OSError as error:
-        return _fail(f"cannot write the checkpoint ({error.strerror or error}: {error.filename}); nothing was written")
+        where = error.filename or (args.paths[-1] if args.paths else "")
+        return _fail(f"cannot write the checkpoint ({error.strerror or error}: {where}); nothing was written")
     print(f"exported {source} to {out}")
     return 0
 

@@ -263,6 +263,7 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
             except ValueError as error:  # SB3: the spaces differ (config.yaml edited, state saved before it was recorded)
                 raise ConfigError(f"{run_dir / 'config.yaml'} does not fit the saved model ({error}); restore the "
                                   "values the run was started with, or start a new run") from None
+            model.tensorboard_log = str(run_dir / "tb")  # the saved one is where the run folder was (moved, copied)
             attach_collector(model, config)
             state = load_run_state(folder, model, tracker)
             start_epoch, start_wall_clock = int(state["epoch"]), float(state.get("wall_clock_s", 0.0))

@@ -100,7 +100,8 @@ def test_resume_rejects_a_sac_zip_a_plain_sac_run_and_an_empty_folder(tmp_path, 
 
 
 def test_new_run_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
-    (tmp_path / "run_state").mkdir()
+    (tmp_path / "run_state" / "latest").mkdir(parents=True)
+    (tmp_path / "run_state" / "latest" / "state.json").write_text("{}")  # a save finished here once
     code, err = _run(["--config", "point_mass", "--run-dir", str(tmp_path)], capsys)
     assert code == 2 and "already holds a run; continue it with --resume" in err
 

@@ -240,3 +240,13 @@ def test_a_resume_without_a_saved_buffer_says_so(run, capsys):
     assert err.count("warning:") == 1 and "Traceback" not in err
     assert "holds no replay buffer (the run was saved with save_replay_buffer=false): the resumed run trains on an " \
            "empty buffer that refills from now on, so it does not continue exactly" in err
+
+
+def test_a_copied_run_logs_its_resume_into_its_own_folder(finished_run, run, capsys):
+    """SB3 saves the TensorBoard folder in model.zip: a copy of a run (or a moved one) resumed elsewhere wrote into
+    the original's folder, or with a relative path, into the working directory."""
+    before = sorted(p.relative_to(finished_run) for p in (finished_run / "tb").rglob("*"))
+    assert _cli(capsys, "train", "--no-progress", "--resume", str(run), "--set", "epochs=2")[0] == 0
+    assert sorted(p.relative_to(finished_run) for p in (finished_run / "tb").rglob("*")) == before
+    assert len(list((run / "tb").rglob("events.out.tfevents.*"))) == len(list((finished_run / "tb").rglob(
+        "events.out.tfevents.*"))) + 1
