@@ -318,8 +318,8 @@ def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_
     remove_temporaries(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(out_dir), dir=out_dir.parent))
     try:
-        # Serialised in memory, then written by Python: a full disk is an OSError naming the file (safetensors'
-        # own writer reports it as a SafetensorError), and the bytes hashed are the bytes written.
+        # Serialised in memory, then written by Python: a full disk is an OSError (safetensors' own writer reports
+        # it as a SafetensorError), and the bytes hashed are the bytes written.
         weights = save(tensors, metadata={"format": "metra-gym"})
         (tmp / WEIGHTS).write_bytes(weights)
         config = {**config, "weights_sha256": hashlib.sha256(weights).hexdigest()}
