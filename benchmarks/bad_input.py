@@ -19,9 +19,10 @@ Each case gets one outcome:
 - ``TIMEOUT``: the command did not finish within ``--timeout`` seconds.
 
 For commands, ``files left`` lists what appeared or changed in the case's folder (a failed command should leave
-nothing). Writes ``benchmarks/results/bad_input/summary.json`` (every row, the counts) and ``table.md``. About
-150 cases in about 5 minutes on 2 busy CPU cores (the commands, one at a time, are nearly all of it: each starts
-Python and torch); the Hub is never contacted.
+nothing). Writes ``benchmarks/results/bad_input/summary.json`` (every row, the counts, ``works`` split into
+``legal`` and ``silent``) and ``table.md``. About 175 cases in about 5 minutes on 2 busy CPU cores (the commands,
+one at a time, are nearly all of it: each starts Python and torch); the Hub is never contacted. The full-disk
+cases mount a small tmpfs (root on Linux); where that fails they are skipped with a note.
 
     nice -n 19 env OMP_NUM_THREADS=1 MUJOCO_GL=egl python benchmarks/bad_input.py [--timeout 180] [--only GROUP]
 """
@@ -256,6 +257,25 @@ class Runner:
             outcome, detail = "TIMEOUT", f"no answer within {self.timeout:.0f} s"
         seconds = round(time.perf_counter() - start, 2)
         return Row(group, label, expected, outcome, f"{detail} ({seconds:.0f} s)", "-", seconds)
+
+
+    def command_in(self, folder: Path, group: str, argv: list[str], expected: str, label: str) -> Row:
+        """Run ``argv`` (after the Python interpreter) in an existing case ``folder``: cases that share a folder,
+        such as a command that fails and the same command again."""
+        before = snapshot(folder)
+        start = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, *argv], cwd=folder, env=child_env(), capture_output=True, text=True,
+                                  timeout=self.timeout)
+            outcome, detail = classify_command(done.returncode, done.stdout, done.stderr)
+        except subprocess.TimeoutExpired:
+            outcome, detail = "TIMEOUT", f"no answer within {self.timeout:.0f} s"
+        seconds = round(time.perf_counter() - start, 2)
+        return Row(group, label, expected, outcome, detail, changed_files(before, snapshot(folder)), seconds)
+
+    def python_code(self, group: str, label: str, code: str, expected: str = "error") -> Row:
+        """Run ``python -c code`` in a fresh folder (no script: what a notebook or a one-liner gets)."""
+        return self.command_in(self.folder(), group, ["-c", code], expected, label)
 
 
 def child(expression: str) -> None:
@@ -629,6 +649,180 @@ def hub_cases(run: Runner) -> list[Row]:
     return [run.python(g, label, expression, env=env) for label, expression, env in cases]
 
 
+# --- run folders, full disks, worker processes (issues 25 and 26) -------------------------------------------------
+
+
+def _edited_config(run: Runner, **values: Any) -> dict[str, str]:
+    """``files=`` for a copy of the tiny run whose config.yaml was edited after it started."""
+    import yaml
+
+    saved = yaml.safe_load((run.fixtures / "tiny_run" / "config.yaml").read_text())
+    return {"run/config.yaml": yaml.safe_dump({**saved, **values}, sort_keys=False)}
+
+
+def run_folder_cases(run: Runner) -> list[Row]:
+    """Edited run folders, the first-save dead end, leftovers of killed saves, resume without the buffer, config
+    values that were silently accepted or failed in an allocator."""
+    g = "cli/config"
+    tiny = {"run": "tiny_run"}
+    resume = ["train", "--no-progress", "--resume", "run"]
+    rows = [
+        run.cli(g, resume, fixtures=tiny, files=_edited_config(run, net_width=64, n_envs=4),
+                label="metra-pretrain train --resume run (config.yaml edited since: net_width 64, n_envs 4)"),
+        run.cli(g, resume, fixtures=tiny, files=_edited_config(run, skill_dim=3),
+                label="metra-pretrain train --resume run (config.yaml edited since: skill_dim 3)"),
+        run.cli(g, ["export", "run", "out"], fixtures=tiny, files=_edited_config(run, net_width=64),
+                label="metra-pretrain export run out (config.yaml edited since: net_width 64)"),
+    ]
+    # A first save killed before it finished: run_state/ holds only its unfinished temporary folder.
+    dead_end = {"run/config.yaml": (run.fixtures / "tiny_run" / "config.yaml").read_text(),
+                "run/run_state/.tmp-killed/model.zip": "half a zip"}
+    rows.append(run.cli(g, resume, files=dead_end,
+                        label="metra-pretrain train --resume run (run_state/ holds only a killed first save's .tmp-*)"))
+    rows.append(run.cli(g, ["train", "--no-progress", "--config", "run/config.yaml", "--run-dir", "run"],
+                        files=dead_end, expected="works",
+                        label="metra-pretrain train --config run/config.yaml --run-dir run (the same folder: the "
+                              "command the error above names)"))
+    rows.append(run.cli(g, [*resume, "--set", "epochs=2"], fixtures=tiny, expected="works",
+                        label="metra-pretrain train --resume run --set epochs=2 (saved with save_replay_buffer=false: "
+                              "resumes on an empty buffer, with a warning)"))
+    rows.append(run.cli(g, [*resume, "--set", "epochs=2"], fixtures={**tiny, "run/run_state/previous": "tiny_run/"
+                                                                     "run_state/latest"},
+                        files={"run/run_state/.tmp-killed/model.zip": "half a zip"}, expected="works",
+                        label="metra-pretrain train --resume run --set epochs=2 (run_state/previous and .tmp-* left "
+                              "by killed saves)"))
+    for sets in (["learning_rate=true"], ["backbone=crossq", "tau=0.01"], ["buffer_size=1000000000000"],
+                 ["net_width=10000000"]):
+        args = ["train", "--no-progress", "--config", "point_mass", "--run-dir", "run"]
+        rows.append(run.cli(g, [*args, *[a for item in sets for a in ("--set", item)]],
+                            label="metra-pretrain " + shlex.join(args[:1] + args[2:] + [a for item in sets
+                                                                                       for a in ("--set", item)])))
+    return rows
+
+
+PAGE = 4096  # tmpfs counts whole pages
+
+
+def _pages(folder: Path) -> int:
+    return sum(-(-p.stat().st_size // PAGE) for p in folder.rglob("*") if p.is_file())
+
+
+def full_disk_cases(run: Runner) -> list[Row]:
+    """A real full disk: a tmpfs sized so that the write in question runs out of space (needs root on Linux; the
+    cases are skipped, with a note, where it cannot be mounted)."""
+    g = "cli/config"
+    folder = run.folder()
+    disk = folder / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        print(f"full-disk cases skipped: cannot mount a tmpfs ({first_line(mounted.stderr)})", flush=True)
+        return []
+    rows: list[Row] = []
+    try:
+        def resize(n_pages: int) -> None:
+            subprocess.run(["mount", "-o", f"remount,size={n_pages * PAGE}", str(disk)], check=True)
+
+        # Export: room for model.safetensors and config.json, not for README.md.
+        probe = disk / "probe"
+        done = subprocess.run([sys.executable, "-m", "pretrain", "export", str(run.fixtures / "tiny_run"), str(probe)],
+                              env=child_env(), capture_output=True, text=True, timeout=run.timeout)
+        if done.returncode != 0:
+            raise SystemExit(f"full-disk probe export failed:\n{done.stderr}")
+        pages = {p.name: _pages(p) if p.is_dir() else -(-p.stat().st_size // PAGE) for p in probe.iterdir()}
+        shutil.rmtree(probe)
+        resize(pages["model.safetensors"] + pages["config.json"])
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * (pages["model.safetensors"] + pages["config.json"]) * PAGE)  # no room at all
+        rows.append(run.command_in(folder, g, ["-m", "pretrain", "export", str(run.fixtures / "tiny_run"), "disk/out"],
+                                   "error", "metra-pretrain export run disk/out (a full disk: the weights do not fit)"))
+        filler.unlink()
+        rows.append(run.command_in(folder, g, ["-m", "pretrain", "export", str(run.fixtures / "tiny_run"), "disk/out"],
+                                   "error", "metra-pretrain export run disk/out (a disk with room for 2 of the 3 "
+                                            "files: a real ENOSPC)"))
+        # The first save of a new run: room for what the run writes before it (config, evaluation, TensorBoard),
+        # not for its model.zip.
+        tiny = run.fixtures / "tiny_run"
+        model_pages = -(-(tiny / "run_state" / "latest" / "model.zip").stat().st_size // PAGE)
+        resize(_pages(tiny) - model_pages + 1)
+        args = ["-m", "pretrain", "train", "--no-progress", "--config", "point_mass", "--run-dir", "disk/run",
+                *[a for s in TINY for a in ("--set", s)]]
+        label = "metra-pretrain train --config point_mass --run-dir disk/run + tiny settings"
+        rows.append(run.command_in(folder, g, args, "error", f"{label} (the disk fills up in the first save)"))
+        resize(64 * 2**20 // PAGE)
+        rows.append(run.command_in(folder, g, args, "works", f"{label}, again after space was freed"))
+    finally:
+        if subprocess.run(["umount", str(disk)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+    return rows
+
+
+MAKE_VEC_ENV = ("import numpy as np, metra_gym\n"
+                "from stable_baselines3.common.env_util import make_vec_env\n"
+                "from stable_baselines3.common.vec_env import SubprocVecEnv\n"
+                "venv = make_vec_env({env_id!r}, n_envs=2, vec_env_cls=SubprocVecEnv, env_kwargs={{'skill_steps': 2}}"
+                "{start})\n"
+                "venv.reset()\n"
+                "print('step ok:', venv.step(np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))[0].shape)\n"
+                "venv.close()\n")
+
+
+def worker_cases(run: Runner) -> list[Row]:
+    """SB3's SubprocVecEnv with the skill ids, from ``python -c`` (no script a forkserver could import)."""
+    g = "skill env"
+    rows = []
+    for env_id, method, expected in (("metra/AntSkills-v0", None, "works"),
+                                     ("metra_gym:metra/AntSkills-v0", "spawn", "works"),
+                                     ("metra/AntSkills-v0", "spawn", "error")):
+        start = f", vec_env_kwargs={{'start_method': {method!r}}}" if method else ""
+        code = MAKE_VEC_ENV.format(env_id=env_id, start=start)
+        rows.append(run.python_code(g, f"python -c: make_vec_env({env_id!r}, vec_env_cls=SubprocVecEnv{start})", code,
+                                    expected=expected))
+    return rows
+
+
+def reliability_calls(scratch: Path) -> list[Row]:
+    """Calls that ended in raw tracebacks or were accepted silently (issue 25): skill env, policy, checkpoint."""
+    from metra_gym.skill_env import SkillEnv
+    from metra_gym.skill_policy import SkillPolicy
+
+    rows = [call("skill env", "SkillEnv(env=None)", lambda: SkillEnv(env=None)),
+            call("skill env", "gym.make_vec('metra/AntSkills-v0', num_envs=0)",
+                 lambda: gym.make_vec("metra/AntSkills-v0", num_envs=0))]
+    try:
+        import dm_control  # noqa: F401
+
+        def nan_step() -> Any:
+            env = gym.make("metra/Quadruped-v0", obs_type="state")
+            env.reset(seed=0)
+            return env.step(np.full(12, np.nan, dtype=np.float32))
+
+        rows.append(call("skill env", "gym.make('metra/Quadruped-v0', obs_type='state').step([nan] * 12)", nan_step))
+    except ImportError:
+        print("DMC case skipped: dm_control is not installed", flush=True)
+    base = scratch / "reliability"
+    base.mkdir()
+    count = iter(range(1000))
+
+    def load(label: str, edit: Callable[[dict], None], then: Callable[[Any], Any] = lambda policy: policy,
+             group: str = "checkpoint") -> Row:
+        folder = broken_checkpoint(base / f"c{next(count):03d}", edit_config=edit)
+        return call(group, label, lambda: then(SkillPolicy.from_pretrained(folder)))
+
+    rows.append(load("config.json format_version 2 without weights_sha256",
+                     lambda config: config.pop("weights_sha256")))
+    for key, value, shown in (("obs_dim", 10**9, "10**9"), ("actor_hidden", [10**9, 256], "[10**9, 256]"),
+                              ("phi_hidden", [256, 10**9], "[256, 10**9]")):
+        rows.append(load(f"config.json {key} = {shown} (weights unchanged)", set_key(key, value)))
+    rows.append(load("SkillPolicy.from_pretrained(<ant checkpoint naming metra/HalfCheetah-v0>).make_env()",
+                     set_key("env_id", "metra/HalfCheetah-v0"), lambda policy: policy.make_env(), "SkillPolicy"))
+    rows.append(load("SkillPolicy.from_pretrained(<ant checkpoint naming CartPole-v1>).make_env(allowed_env_ids="
+                     "['CartPole-v1'])", set_key("env_id", "CartPole-v1"),
+                     lambda policy: policy.make_env(allowed_env_ids=["CartPole-v1"]), "SkillPolicy"))
+    return rows
+
+
 def pickle_cases(scratch: Path) -> list[Row]:
     from metra_gym.skill_env import SkillEnv
     from metra_gym.skill_policy import SkillPolicy
@@ -701,8 +895,11 @@ def counts(rows: list[Row]) -> dict[str, Any]:
         by_group.setdefault(row.group, {}).setdefault(row.outcome, 0)
         by_group[row.group][row.outcome] += 1
     surprises = [row for row in rows if (row.expected == "works") != (row.outcome == "works")]
+    works = [row for row in rows if row.outcome == "works"]
     return {"total": len(rows), **Counter(row.outcome for row in rows), "by_group": by_group,
-            "not_as_expected": len(surprises)}
+            "not_as_expected": len(surprises),
+            # "works" split: a legal input, or a bad input silently accepted.
+            "legal": sum(row.expected == "works" for row in works), "silent": sum(row.expected != "works" for row in works)}
 
 
 def _cell(text: str) -> str:
@@ -718,7 +915,9 @@ def write_table(rows: list[Row], summary: dict[str, Any], path: Path) -> None:
     lines = ["# Bad inputs and what the user gets", "",
              f"Generated by `benchmarks/bad_input.py` on {summary['date']} ({summary['machine']}). "
              f"{summary['counts']['total']} cases: " + ", ".join(
-                 f"{summary['counts'].get(k, 0)} {k}" for k in ("clear error", "works", "TRACEBACK", "TIMEOUT")) + ".",
+                 f"{summary['counts'].get(k, 0)} {k}" for k in ("clear error", "works", "TRACEBACK", "TIMEOUT"))
+             + f" (works: {summary['counts'].get('legal', 0)} legal inputs, {summary['counts'].get('silent', 0)} bad "
+               "inputs silently accepted).",
              "", "Outcomes: **clear error** (the library's own error: exit code or exception type, then the first "
              "line of the message), **works** (no error), **TRACEBACK** (a raw Python traceback or a library's "
              "exception), **TIMEOUT**. A ⚠ marks an answer other than expected (an error where the input is legal, "
@@ -734,8 +933,9 @@ def write_table(rows: list[Row], summary: dict[str, Any], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per command case")
-    parser.add_argument("--only", choices=["cli", "env", "policy", "checkpoint", "pickle"], action="append",
-                        help="run only these groups (repeatable)")
+    parser.add_argument("--only", choices=["cli", "env", "policy", "checkpoint", "pickle", "reliability"],
+                        action="append", help="run only these groups (repeatable); reliability: the calls and "
+                                              "worker cases of issues 25 and 26 (their commands are in cli)")
     parser.add_argument("--scratch", type=Path, help="folder for the cases (default: a new temporary folder)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder of the cases")
@@ -744,7 +944,7 @@ def main() -> None:
     if args.child is not None:
         child(args.child)
         return
-    groups = set(args.only or ["cli", "env", "policy", "checkpoint", "pickle"])
+    groups = set(args.only or ["cli", "env", "policy", "checkpoint", "pickle", "reliability"])
     scratch = Path(tempfile.mkdtemp(prefix="bad_input_", dir=args.scratch))
     SCRATCH.extend([str(scratch.resolve()), str(scratch)])
     fixtures = scratch / "fixtures"
@@ -756,6 +956,9 @@ def main() -> None:
         ("env", lambda: skill_env_cases(scratch, fixtures)), ("policy", lambda: policy_cases(scratch, fixtures)),
         ("checkpoint", lambda: checkpoint_cases(scratch) + hub_cases(runner)), ("pickle", lambda: pickle_cases(scratch)),
         ("cli", lambda: cli_cases(runner)),
+        # Issues 25 and 26: run folders, full disks, worker processes, and calls that were raw or silent.
+        ("reliability", lambda: reliability_calls(scratch) + worker_cases(runner)),
+        ("cli", lambda: run_folder_cases(runner) + full_disk_cases(runner)),
     ]
     for name, run_group in steps:
         if name in groups:

@@ -84,6 +84,9 @@ class SkillEnv(gym.Env, EzPickle):
         from metra_gym.skill_policy import SkillPolicy
 
         env_arg, policy_obs_dim_arg = env, policy_obs_dim
+        if not isinstance(env, (str, gym.Env)):
+            raise TypeError(f"env must be a Gymnasium env id (e.g. 'metra/Ant-v0') or a gymnasium.Env, got "
+                            f"{reprlib.repr(env)} of type {type(env).__name__}")
         # bool is an int subclass, but skill_steps=True is a mistake, not a count of 1.
         if isinstance(skill_steps, (bool, np.bool_)) or not isinstance(skill_steps, (int, np.integer)) \
                 or skill_steps < 1:

@@ -165,8 +165,24 @@ class SkillPolicy:
                       else "build an environment metra_gym did not register")
             raise CheckpointError(f"checkpoint {self.source!r} names env id {env_id!r}; gym.make would {effect}. "
                                   f"If you trust this checkpoint, pass allowed_env_ids=[{env_id!r}]")
-        return gym.make(env_id, max_episode_steps=max_episode_steps,
-                        **{**self.config.get("env_kwargs", {}), **(self.renderer or {}), **kwargs})
+        env = gym.make(env_id, max_episode_steps=max_episode_steps,
+                       **{**self.config.get("env_kwargs", {}), **(self.renderer or {}), **kwargs})
+        # The env id is text in config.json: a checkpoint naming another env's id gets that env, which would run a
+        # policy made for other observations. The networks' sizes say which env they were made for.
+        space = env.observation_space
+        flat = isinstance(space, gym.spaces.Box) and len(space.shape) == 1
+        if self.pixels is not None:  # frames of the checkpoint's shape
+            fits = tuple(space.shape) == tuple(self.obs_shape)
+        else:
+            fits = flat and self.obs_dim in (space.shape[0], getattr(env.unwrapped, "pretraining_obs_dim", None))
+        if not fits or env.action_space.shape != (self.action_dim,):
+            env.close()
+            spaces = [f"shape {s.shape}" if isinstance(s, gym.spaces.Box) else str(s) for s in (space, env.action_space)]
+            raise CheckpointError(f"checkpoint {self.source!r} names env id {env_id!r}, but its networks take "
+                                  f"{self.obs_dim}-d observations and {self.action_dim}-d actions, and {env_id} has "
+                                  f"observations of {spaces[0]} and actions of {spaces[1]}: its config.json names "
+                                  "another env's id; correct env_id there, or re-export the checkpoint")
+        return env
 
     # --- inputs -----------------------------------------------------------------------------------------
 

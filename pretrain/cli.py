@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from pretrain.run.config import ConfigError, _parse_override, builtin_configs, load_config
@@ -26,7 +28,7 @@ from pretrain.run.config import ConfigError, _parse_override, builtin_configs, l
 
 def _train(args: argparse.Namespace) -> int:
     from pretrain.algorithms.common.backbones import NonFiniteLossError
-    from pretrain.run.run_state import ResumeError, run_state_dir
+    from pretrain.run.run_state import ResumeError, has_saved_state, run_state_dir
     from pretrain.run.trainer import read_run_config, train
 
     run_dir = Path(args.resume or args.run_dir or ".")
@@ -43,13 +45,17 @@ def _train(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--resume takes the run folder and its config from {run_dir}; leave out "
                                   f"{' and '.join(given)} (a resumed run may change {', '.join(sorted(RESUMABLE_KEYS))}"
                                   " with --set KEY=VALUE), or start a new run with --config and --run-dir")
-            run_state_dir(run_dir)  # the clear error for a folder without a run comes before any config error
+            # The clear error for a folder without a run comes before any config error (train() recovers the state
+            # once it holds the run folder's lock).
+            run_state_dir(run_dir, recover=False, resume=True)
             config = read_run_config(run_dir, dict(_parse_override(item) for item in overrides))
         else:
             if not args.run_dir:
                 raise ConfigError("give --run-dir for a new run, or --resume RUN_DIR to continue one")
             config = load_config(args.config or "ant", overrides)
-        result = train(config, run_dir, resume=bool(args.resume), progress_bar=not args.no_progress)
+        with warnings.catch_warnings():
+            warnings.showwarning = _resume_warnings_as_lines(warnings.showwarning)
+            result = train(config, run_dir, resume=bool(args.resume), progress_bar=not args.no_progress)
     except (ConfigError, ResumeError) as error:
         return _fail(error)
     except NonFiniteLossError as error:
@@ -59,10 +65,11 @@ def _train(args: argparse.Namespace) -> int:
         print(f"metra-pretrain: interrupted; the last saved run state is kept ({resume_hint})", file=sys.stderr)
         return 130
     except OSError as error:  # a full disk, a folder made read-only under a running run, ...
-        if (run_dir / "run_state" / "latest").is_dir():
+        if has_saved_state(run_dir):
             then = f"the last saved run state is kept. Free space or fix permissions, then {resume_hint}"
-        else:
-            then = "no run state was saved. Free space, fix permissions or choose another --run-dir"
+        else:  # (--resume needs a saved state) a folder whose first save did not finish starts afresh
+            then = ("no run state was saved. Free space or fix permissions, then run the same command again (it "
+                    "starts the run afresh), or choose another --run-dir")
         print(f"metra-pretrain: error: cannot write the run ({error.strerror or error}: {error.filename or run_dir}); "
               f"{then}", file=sys.stderr)
         return 2
@@ -76,6 +83,20 @@ def _train(args: argparse.Namespace) -> int:
                     else str(last.get("coverage")))
         print(f"done: epoch {last['epoch']}, {coverage}; results in {run_dir}")
     return 0
+
+
+def _resume_warnings_as_lines(show: Callable[..., None]) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints a :class:`ResumeWarning` as one line of the command's own and hands
+    other warnings to ``show``."""
+    from pretrain.run.run_state import ResumeWarning
+
+    def show_line(message, category, *args, **kwargs) -> None:
+        if issubclass(category, ResumeWarning):
+            print(f"metra-pretrain: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            show(message, category, *args, **kwargs)
+
+    return show_line
 
 
 def _fail(error: Exception | str) -> int:
@@ -104,7 +125,8 @@ def _export(args: argparse.Namespace) -> int:
     except (ConfigError, ResumeError) as error:
         return _fail(error)
     except OSError as error:
-        return _fail(f"cannot write the checkpoint ({error.strerror or error}: {error.filename}); nothing was written")
+        where = error.filename or (args.paths[-1] if args.paths else "")
+        return _fail(f"cannot write the checkpoint ({error.strerror or error}: {where}); nothing was written")
     print(f"exported {source} to {out}")
     return 0
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch as th
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard import metadata_eval_result
-from safetensors.torch import save_file
+from safetensors.torch import save
 from sb3_contrib.common.torch_layers import BatchRenorm
 
 import metra_gym
@@ -28,8 +28,15 @@ from pretrain.project_paths import project_path
 from pretrain.run.config import FITTED, ConfigError, PretrainConfig
 from pretrain.run.env_wrappers import NormalizeObservationPreset
 from pretrain.run.envs import config_normalizer, import_env_module, with_fitted_normalizer
-from pretrain.run.run_state import run_state_dir, verify_files
-from pretrain.run.trainer import algorithm_class, encoder_channels, read_run_config
+from pretrain.run.run_state import (
+    check_config_unchanged,
+    give_usual_mode,
+    remove_temporaries,
+    run_state_dir,
+    temporary_prefix,
+    verify_files,
+)
+from pretrain.run.trainer import RESUMABLE_KEYS, algorithm_class, encoder_channels, read_run_config
 
 # SB3's SAC Actor -> metra_gym.networks.SkillActor, for any number of hidden layers (and a pixel run's CNN)
 _ACTOR_PREFIXES = {"latent_pi.": "latent.", "mu.": "mu.", "log_std.": "log_std.",
@@ -208,6 +215,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
     _check_out_dir(out_dir, force)
     run_config = read_run_config(run_dir)
     state = verify_files(folder)
+    check_config_unchanged(state, run_config.to_dict(), run_dir, RESUMABLE_KEYS)  # the networks' shapes come from it
     model = algorithm_class(run_config).load(folder / "model.zip", device="cpu")
     history_path = run_dir / "eval" / "coverage.json"
     history = json.loads(history_path.read_text()) if history_path.is_file() else []
@@ -425,18 +433,23 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
 
 
 def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_dir: Path) -> Path:
-    """Write a checkpoint folder atomically (temporary folder renamed); config.json records the weights' sha256."""
+    """Write a checkpoint folder atomically (temporary folder renamed); config.json records the weights' sha256.
+
+    A failed write (a full disk: an ``OSError``) leaves nothing behind, and the temporary folders of an earlier
+    export that was killed are removed first."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    remove_temporaries(out_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(out_dir), dir=out_dir.parent))
     try:
-        save_file(tensors, str(tmp / WEIGHTS), metadata={"format": "metra-gym"})
-        config = {**config, "weights_sha256": hashlib.sha256((tmp / WEIGHTS).read_bytes()).hexdigest()}
+        # Serialised in memory, then written by Python: a full disk is an OSError (safetensors' own writer reports
+        # it as a SafetensorError), and the bytes hashed are the bytes written.
+        weights = save(tensors, metadata={"format": "metra-gym"})
+        (tmp / WEIGHTS).write_bytes(weights)
+        config = {**config, "weights_sha256": hashlib.sha256(weights).hexdigest()}
         (tmp / CONFIG).write_text(json.dumps(config, indent=1))
         model_card(config, out_dir.name).save(tmp / CARD)
-        tmp.chmod(0o755)  # mkdtemp makes it private; a checkpoint is meant to be shared
-        for path in tmp.iterdir():
-            path.chmod(0o644)
+        give_usual_mode(tmp)  # mkdtemp makes it private; a checkpoint is meant to be shared
         if out_dir.exists():
             shutil.rmtree(out_dir)
         tmp.rename(out_dir)

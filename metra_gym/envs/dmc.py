@@ -244,6 +244,11 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
         if self._proprio is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         action = np.asarray(action, dtype=np.float64)
+        # dm_control would refuse it only after stepping, with a PhysicsError (mjWARN_BADCTRL) that leaves the
+        # physics in a bad state; Gymnasium's MuJoCo envs would run on with NaN observations.
+        if action.shape != self.action_space.shape or not np.all(np.isfinite(action)):
+            raise ValueError(f"an action of {self.domain} must be {self.action_space.shape[0]} finite numbers, got "
+                             f"{np.array2string(action, precision=3, threshold=8)}")
         reward, terminated, truncated = 0.0, False, False
         for _ in range(self.action_repeat):
             obs, step_reward, terminated, truncated, _ = self._dmc.step(action)

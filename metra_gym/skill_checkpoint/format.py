@@ -12,13 +12,14 @@ import json
 import math
 import re
 import reprlib
+import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
 from metra_gym.skill_priors import SKILL_PRIORS, UNIT
 
-# Version 2 adds ``weights_sha256``, the sha256 hex digest of model.safetensors; version 1 checkpoints (without
-# it) still load. Version 3 adds the optional ``actor_activation`` (absent: tanh); an export writes 3 only when it is
+# Version 2 adds ``weights_sha256``, the sha256 hex digest of model.safetensors, required from then on; version 1
+# checkpoints (without it) still load, with a warning that their weights cannot be checked. Version 3 adds the optional ``actor_activation`` (absent: tanh); an export writes 3 only when it is
 # not tanh, so that a reader of version 2 refuses a ReLU actor instead of running it with tanh. Version 4 adds the
 # optional ``skill_prior`` of continuous skills (absent: unit vectors), written only when it is another prior, and
 # optional ``pixels`` (absent or null: state observations): skills trained on images, with the encoders' input and
@@ -134,6 +135,9 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         fail("normalizer.std", "positive in every entry (observations are divided by it)")
     if not isinstance(config["provenance"], dict):
         fail("provenance", "a JSON object")
+    if SHA256_KEY not in config and version >= 2:
+        raise CheckpointError(f"{path} lacks {SHA256_KEY}, the sha256 of {WEIGHTS} that format version {version} "
+                              "records, so the weights cannot be checked; re-export or re-download the checkpoint")
     if config.get(PIXELS_KEY) is not None:
         _check_pixels(config[PIXELS_KEY], fail)
     if SHA256_KEY in config and not (isinstance(config[SHA256_KEY], str) and _SHA256.match(config[SHA256_KEY])):
@@ -192,8 +196,60 @@ def read_weights(folder: Path, config: dict[str, Any] | None = None) -> dict[str
     if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise CheckpointError(f"{path} does not match the sha256 recorded in {CONFIG} ({expected[:12]}...): the "
                               "file was changed or damaged after export; re-download or re-export the checkpoint")
+    if config is not None and expected is None:  # format version 1 (a later one without it fails in read_config)
+        warnings.warn(f"{Path(folder) / CONFIG} records no {SHA256_KEY} (format version 1), so {WEIGHTS} cannot be "
+                      "checked against corruption or tampering; re-export it with this version", stacklevel=2)
     _check_tensors(tensors, path)
+    if config is not None:
+        check_shapes(config, {name: tuple(tensor.shape) for name, tensor in tensors.items()}, Path(folder))
     return tensors
+
+
+def expected_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every tensor the networks of a checked ``config.json`` hold (the layout of
+    :class:`metra_gym.networks.SkillActor` and :class:`~metra_gym.networks.PhiNetwork`: linear layers at even
+    indices of a ``Sequential``, activations between them)."""
+
+    def mlp(prefix: str, in_dim: int, hidden: list[int], out_dim: int) -> dict[str, tuple[int, ...]]:
+        sizes = [in_dim, *hidden, out_dim]
+        shapes: dict[str, tuple[int, ...]] = {}
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            shapes[f"{prefix}{2 * i}.weight"], shapes[f"{prefix}{2 * i}.bias"] = (b, a), (b,)
+        return shapes
+
+    obs_dim, skill_dim, action_dim = config["obs_dim"], config["skill_dim"], config["action_dim"]
+    actor_hidden = config["actor_hidden"]
+    shapes = mlp("actor.latent.", obs_dim + skill_dim, actor_hidden[:-1], actor_hidden[-1])
+    for head in ("mu", "log_std"):
+        shapes[f"actor.{head}.weight"], shapes[f"actor.{head}.bias"] = (action_dim, actor_hidden[-1]), (action_dim,)
+    if config["phi_hidden"] is not None:
+        shapes.update(mlp("phi.net.", obs_dim, config["phi_hidden"], skill_dim))
+    return shapes
+
+
+def check_shapes(config: dict[str, Any], shapes: dict[str, tuple[int, ...]], folder: Path) -> None:
+    """Compare the weights' tensors with the networks ``config.json`` describes, before any network is built: a
+    size that does not fit (even an absurd one, 10**9 units) is one error naming the tensors, not an allocation.
+
+    :param config: the checked ``config.json``.
+    :param shapes: the shape of every tensor in ``model.safetensors``, by name.
+    :param folder: the checkpoint folder, for the message.
+    :raises CheckpointError: naming the tensors whose names or sizes differ.
+    """
+    expected = expected_shapes(config)
+    problems = [f"size mismatch for {name}: the weights hold {list(shapes[name])}, config.json describes "
+                f"{list(shape)}" for name, shape in expected.items() if name in shapes and shapes[name] != shape]
+    missing = [name for name in expected if name not in shapes]
+    unexpected = sorted(name for name in shapes if name not in expected)
+    if missing:
+        problems.append(f"missing tensors {', '.join(missing)}")
+    if unexpected:
+        problems.append(f"unexpected tensors {', '.join(unexpected)}")
+    if problems:
+        details = "; ".join(problems)
+        details = details if len(details) <= 400 else details[:400] + " ..."
+        raise CheckpointError(f"the weights in {folder} ({WEIGHTS}) and its {CONFIG} do not fit together: {details}; "
+                              "re-export the checkpoint")
 
 
 def _check_tensors(tensors: dict[str, Any], path: Path) -> None:

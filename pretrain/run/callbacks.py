@@ -110,7 +110,9 @@ class EpochCallback(BaseCallback):
         self.start_wall_clock = start_wall_clock
         self._start_time = time.time()
         self._start_epoch = start_epoch
-        self.history = [row for row in read_history(self.run_dir) if row["epoch"] <= start_epoch]
+        # A resumed run keeps the rows up to its saved epoch; a new run (start_epoch 0: a run state is first saved
+        # at epoch 1) starts its own, also in a folder whose earlier start never finished its first save.
+        self.history = [row for row in read_history(self.run_dir) if row["epoch"] <= start_epoch] if start_epoch else []
         self.stop_requested: Callable[[], bool] = lambda: False
         self._stopping = False
 

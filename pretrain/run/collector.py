@@ -58,49 +58,53 @@ def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int]
     actor.set_training_mode(False)
     low, high = venv.action_space.low, venv.action_space.high
     obs = None
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:  # the learner is gone
-            break
-        if message[0] == "close":
-            break
-        _, weights, rngs, start_timesteps, learning_starts, random_warmup, total_envs, steps, epoch_seed = message
-        actor.load_state_dict(weights)
-        if obs is None or rngs is not None:
-            if rngs is None:  # a new run: the environments' first reset is seeded as SB3 seeds a vec env
-                venv.seed(seed + env_ids[0])
-            else:  # the collection a resumed run left in flight: the same resets again
-                for env, state in zip(venv.envs, rngs):
-                    env.unwrapped.np_random.bit_generator.state = state
-                venv._reset_seeds()
-            obs = venv.reset()
-        th.manual_seed(epoch_seed)
-        rng = np.random.default_rng(epoch_seed)
-        record: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "next_obs", "actions", "rewards", "dones",
-                                                                "truncated", "coordinates")}
-        for t in range(steps):
-            if random_warmup and start_timesteps + t * total_envs < learning_starts:
-                scaled = rng.uniform(-1.0, 1.0, (len(env_ids), *low.shape)).astype(np.float32)
-            else:
-                with th.no_grad():
-                    scaled = actor(th.as_tensor(obs), deterministic=False).numpy()
-            new_obs, rewards, dones, infos = venv.step(low + 0.5 * (scaled + 1.0) * (high - low))
-            next_obs = new_obs.copy()
-            for i, done in enumerate(dones):
-                if done:
-                    next_obs[i] = infos[i]["terminal_observation"]
-            record["obs"].append(obs)
-            record["next_obs"].append(next_obs)
-            record["actions"].append(scaled)
-            record["rewards"].append(rewards)
-            record["dones"].append(dones)
-            record["truncated"].append(np.array([info.get("TimeLimit.truncated", False) for info in infos]))
-            # An environment without coordinates (no coverage metrics) records empty positions.
-            record["coordinates"].append(np.stack([info.get("coordinates", np.zeros(0)) for info in infos]))
-            obs = new_obs
-        conn.send(Batch(**{k: np.stack(v) for k, v in record.items()}, rngs_after=list(venv.pre_reset_rngs)))
-    venv.close()
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:  # the learner is gone
+                break
+            if message[0] == "close":
+                break
+            _, weights, rngs, start_timesteps, learning_starts, random_warmup, total_envs, steps, epoch_seed = message
+            actor.load_state_dict(weights)
+            if obs is None or rngs is not None:
+                if rngs is None:  # a new run: the environments' first reset is seeded as SB3 seeds a vec env
+                    venv.seed(seed + env_ids[0])
+                else:  # the collection a resumed run left in flight: the same resets again
+                    for env, state in zip(venv.envs, rngs):
+                        env.unwrapped.np_random.bit_generator.state = state
+                    venv._reset_seeds()
+                obs = venv.reset()
+            th.manual_seed(epoch_seed)
+            rng = np.random.default_rng(epoch_seed)
+            record: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "next_obs", "actions", "rewards", "dones",
+                                                                    "truncated", "coordinates")}
+            for t in range(steps):
+                if random_warmup and start_timesteps + t * total_envs < learning_starts:
+                    scaled = rng.uniform(-1.0, 1.0, (len(env_ids), *low.shape)).astype(np.float32)
+                else:
+                    with th.no_grad():
+                        scaled = actor(th.as_tensor(obs), deterministic=False).numpy()
+                new_obs, rewards, dones, infos = venv.step(low + 0.5 * (scaled + 1.0) * (high - low))
+                next_obs = new_obs.copy()
+                for i, done in enumerate(dones):
+                    if done:
+                        next_obs[i] = infos[i]["terminal_observation"]
+                record["obs"].append(obs)
+                record["next_obs"].append(next_obs)
+                record["actions"].append(scaled)
+                record["rewards"].append(rewards)
+                record["dones"].append(dones)
+                record["truncated"].append(np.array([info.get("TimeLimit.truncated", False) for info in infos]))
+                # An environment without coordinates (no coverage metrics) records empty positions.
+                record["coordinates"].append(np.stack([info.get("coordinates", np.zeros(0)) for info in infos]))
+                obs = new_obs
+            conn.send(Batch(**{k: np.stack(v) for k, v in record.items()}, rngs_after=list(venv.pre_reset_rngs)))
+    except (BrokenPipeError, ConnectionResetError):  # the learner was killed mid-epoch: no one to report to
+        pass
+    finally:
+        venv.close()
 
 
 class OverlappedCollector:

@@ -181,6 +181,9 @@ class PretrainConfig:
             if not (above and below and math.isfinite(value)):
                 bound = f"{'[' if low_ok else '('}{low}, {high if high is not None else 'inf'}{']' if high_ok else ')'}"
                 raise ConfigError(f"{name} must be a finite number in {bound}, got {value}")
+        if self.backbone == "crossq" and self.tau != PretrainConfig.tau:
+            raise ConfigError(f"tau ({self.tau}) is the rate of the target networks' updates, and backbone crossq has no "
+                              "target networks; remove tau, or choose backbone sac or tqc")
         if self.target_entropy is not None and not math.isfinite(self.target_entropy):
             raise ConfigError(f"target_entropy must be a finite number or null (-|A|/2), got {self.target_entropy}")
         self._validate_environment_keys()
@@ -279,6 +282,8 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
             expected = type(default)
         if expected is float:
             try:  # YAML reads 1e-4 (no dot) as a string
+                if isinstance(value, bool):  # float(True) is 1.0, but true is no learning rate
+                    raise TypeError
                 setattr(config, f.name, float(value))
             except (TypeError, ValueError):
                 raise ConfigError(f"config key {f.name!r} must be a number, got {value!r}") from None

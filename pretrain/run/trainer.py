@@ -34,8 +34,18 @@ from pretrain.run.collector import OverlappedCollector
 from pretrain.run.config import ConfigError, PretrainConfig, build_config
 from pretrain.run.env_wrappers import NormalizeObservationPreset, SkillConditioned
 from pretrain.run.envs import config_normalizer, probe_env, raw_env_factory, with_fitted_normalizer
+from pretrain.run.memory import check_memory
 from pretrain.run.pixel_replay import FrameStackReplayBuffer
-from pretrain.run.run_state import load_run_state, run_state_dir, save_run_state, verify_files
+from pretrain.run.run_state import (
+    RunFolderLock,
+    check_config_unchanged,
+    discard_unsaved_state,
+    has_saved_state,
+    load_run_state,
+    run_state_dir,
+    save_run_state,
+    verify_files,
+)
 from pretrain.run.signals import StopOnSignal
 from pretrain.run.vec_env import NoCopyDummyVecEnv
 
@@ -200,25 +210,37 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     probe.close()
     tracker = CoverageTracker(n_coordinates=len(info.get("coordinates", ())))
     coverage_note = None if "coordinates" in info else no_coverage_note(config)
+    check_memory(config, probe.observation_space, probe.action_space, device)  # before hours of nothing
     start_epoch, start_wall_clock = 0, 0.0
     if resume:
-        folder = run_state_dir(run_dir)
-        verify_files(folder)  # before any pickle in it is loaded
+        run_state_dir(run_dir, recover=False, resume=True)  # the clear error for a folder without a run state
     else:
         existing = next((p for p in (run_dir, *run_dir.parents) if p.exists()), Path("."))
         if not existing.is_dir():
             where = "it is a file" if existing == run_dir else f"{existing} is a file"
             raise ConfigError(f"--run-dir {run_dir} must be a folder for the run, but {where}; choose another path")
-        if (run_dir / "run_state").exists():
+        if has_saved_state(run_dir):  # (a folder whose first save never finished holds nothing to resume)
             raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
     created = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
     run_dir.mkdir(parents=True, exist_ok=True)
+    lock = None
     try:
         if not os.access(run_dir, os.W_OK):
             raise ConfigError(f"cannot write to the run folder {run_dir}; choose a writable --run-dir")
+        lock = RunFolderLock(run_dir)  # held until training ends: no second process trains this folder
+        if resume:
+            folder = run_state_dir(run_dir)  # (moves a state left by a killed save back into place)
+            check_config_unchanged(verify_files(folder), config.to_dict(), run_dir, RESUMABLE_KEYS)
+        else:
+            discard_unsaved_state(run_dir)  # a first save that never finished: start afresh
         venv = training_env(config, make)
         if resume:
-            model = algorithm_class(config).load(folder / "model.zip", env=venv, device=device)
+            try:
+                model = algorithm_class(config).load(folder / "model.zip", env=venv, device=device)
+            except ValueError as error:  # SB3: the spaces differ (config.yaml edited, state saved before it was recorded)
+                raise ConfigError(f"{run_dir / 'config.yaml'} does not fit the saved model ({error}); restore the "
+                                  "values the run was started with, or start a new run") from None
+            model.tensorboard_log = str(run_dir / "tb")  # the saved one is where the run folder was (moved, copied)
             attach_collector(model, config)
             state = load_run_state(folder, model, tracker)
             start_epoch, start_wall_clock = int(state["epoch"]), float(state.get("wall_clock_s", 0.0))
@@ -228,6 +250,8 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
             attach_collector(model, config)
         save_config(config, run_dir)
     except BaseException:
+        if lock is not None:
+            lock.release()
         for folder_made in created:  # a run that never started leaves no empty folders behind
             try:
                 folder_made.rmdir()
@@ -239,7 +263,7 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
 
     def save(epoch: int) -> None:  # called by the callback below, so `epochs` exists by then
         save_run_state(run_dir, model, tracker, epoch, config.save_replay_buffer,
-                       extra={"wall_clock_s": epochs.wall_clock()})
+                       extra={"wall_clock_s": epochs.wall_clock(), "config": config.to_dict()})
 
     def snapshot(epoch: int) -> None:  # a small skill checkpoint, for evaluations held out from training's
         from pretrain.export import export_model
@@ -267,4 +291,5 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
             model.collector.close()
         rollouts.close()
         venv.close()
+        lock.release()
     return TrainResult(epochs.history, epochs.last_epoch, stop.signal_name)

@@ -161,14 +161,11 @@ def _saved_state(run_dir: Path) -> tuple[str, int]:
 def clear_first_saves(planned: list[PlannedTrial]) -> None:
     """Remove what a save killed before any run state was complete left in a new trial's ``run_state/``, so that
     the trial starts afresh (anything else found there is left for the trial to report)."""
-    from pretrain.run.run_state import remove_unfinished
+    from pretrain.run.run_state import discard_unsaved_state
 
     for item in planned:
-        root = item.run_dir / "run_state"
-        if item.state == NEW and root.is_dir():
-            remove_unfinished(root)
-            if not any(root.iterdir()):
-                root.rmdir()
+        if item.state == NEW:
+            discard_unsaved_state(item.run_dir)
 
 
 def _check_saved_config(planned: PlannedTrial, resumable_keys: frozenset[str]) -> None:

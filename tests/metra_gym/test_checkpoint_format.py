@@ -132,7 +132,9 @@ def test_format_1_checkpoint_without_a_hash_still_loads(tmp_path):
         config["format_version"] = 1
         del config["weights_sha256"]
 
-    policy = SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=version_1))
+    with pytest.warns(UserWarning, match="records no weights_sha256 .format version 1., so model.safetensors cannot "
+                                         "be checked"):
+        policy = SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=version_1))
     obs = np.zeros((2, 29), dtype=np.float32)
     np.testing.assert_array_equal(policy.act(obs, [1.0, 0.0]), SkillPolicy.from_pretrained("ant").act(obs, [1.0, 0.0]))
 
@@ -150,3 +152,38 @@ def test_the_torch_free_format_names_the_activations_the_networks_build():
     from metra_gym.skill_checkpoint.format import ACTOR_ACTIVATIONS
 
     assert tuple(ACTIVATIONS) == ACTOR_ACTIVATIONS
+
+
+def test_a_format_2_checkpoint_without_its_hash_is_refused(tmp_path):
+    """Removing weights_sha256 would otherwise switch the check off without a word."""
+    folder = _copy(tmp_path, edit_config=lambda config: config.pop("weights_sha256"))
+    with pytest.raises(CheckpointError, match="config.json lacks weights_sha256, the sha256 of model.safetensors that "
+                                              "format version 2 records, so the weights cannot be checked"):
+        SkillPolicy.from_pretrained(folder)
+
+
+@pytest.mark.parametrize(("key", "value", "tensor"), [
+    ("obs_dim", 10**9, r"actor.latent.0.weight: the weights hold \[256, 31\], config.json describes \[256, 1000000002\]"),
+    ("actor_hidden", [10**9, 256], r"actor.latent.0.weight: the weights hold \[256, 31\], config.json describes "
+                                   r"\[1000000000, 31\]"),
+    ("phi_hidden", [256, 10**9], r"phi.net.2.weight: the weights hold \[256, 256\], config.json describes "
+                                 r"\[1000000000, 256\]"),
+])
+def test_absurd_sizes_are_checked_against_the_weights_before_any_allocation(tmp_path, monkeypatch, key, value, tensor):
+    from metra_gym import skill_policy
+
+    def no_networks(*args, **kwargs):
+        raise AssertionError("a network was built before the sizes were checked")
+
+    monkeypatch.setattr(skill_policy, "SkillActor", no_networks)
+    monkeypatch.setattr(skill_policy, "PhiNetwork", no_networks)
+    with pytest.raises(CheckpointError, match="do not fit together: size mismatch for " + tensor):
+        SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=_set(key, value)))
+
+
+def test_tensors_missing_or_extra_for_the_config_are_named(tmp_path):
+    def swap(tensors):
+        tensors["actor.extra"] = tensors.pop("phi.net.4.bias")
+
+    with pytest.raises(CheckpointError, match="missing tensors phi.net.4.bias; unexpected tensors actor.extra"):
+        SkillPolicy.from_pretrained(_copy(tmp_path, edit_weights=swap))

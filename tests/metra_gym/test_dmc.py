@@ -394,3 +394,15 @@ def test_humanoid_starts_as_dm_controls_stock_task():
         ups.append(_torso_up(env))
     assert min(ups) < 0.5  # random orientations, often lying: not the Quadruped's upright start
     env.close()
+
+
+@pytest.mark.parametrize("action", [np.nan, np.inf], ids=["nan", "inf"])
+def test_a_non_finite_action_is_one_clear_error_not_a_physics_error(action):
+    """dm_control would step, then raise its PhysicsError (mjWARN_BADCTRL); the env says what was wrong first."""
+    env = gym.make("metra/Quadruped-v0", obs_type="state")
+    env.reset(seed=0)
+    bad = np.zeros(12, dtype=np.float32)
+    bad[3] = action
+    with pytest.raises(ValueError, match=r"an action of quadruped must be 12 finite numbers, got \[0\. +0\. +0\. "):
+        env.step(bad)
+    assert np.all(np.isfinite(env.step(np.zeros(12, dtype=np.float32))[0]))  # the physics was not touched

@@ -235,3 +235,9 @@ def test_uniform_skills_live_in_the_unit_cube(tmp_path):
     with pytest.raises(ValueError, match=r"skills of this checkpoint are uniform draws in \[0, 1\]\^D: every entry of "
                                          r"a skill action must lie in \[0.0, 1.0\], got \[-0.5, 0.5\]"):
         env.step(np.array([-0.5, 0.5], np.float32))
+
+
+@pytest.mark.parametrize("env", [None, 3, gym.make])
+def test_an_env_that_is_neither_an_id_nor_an_env_is_one_clear_error(env):
+    with pytest.raises(TypeError, match="env must be a Gymnasium env id .e.g. 'metra/Ant-v0'. or a gymnasium.Env, got"):
+        SkillEnv(env=env)

@@ -87,9 +87,10 @@ def test_missing_truncated_corrupted_and_mismatched_weights(tmp_path):
     mismatched = _broken_copy(tmp_path, "mismatched")
     config = (mismatched / "config.json").read_text().replace('"obs_dim": 29', '"obs_dim": 30')
     (mismatched / "config.json").write_text(config)
-    # The message names the tensor and both sizes, not only torch's header line.
+    # The message names the tensor and both sizes (checked before any network is built).
     with pytest.raises(CheckpointError, match=r"model.safetensors\) and its config.json do not fit together: "
-                                              r"size mismatch for latent.0.weight: .*\[256, 31\].*\[256, 32\]\)"):
+                                              r"size mismatch for actor.latent.0.weight: the weights hold \[256, 31\], "
+                                              r"config.json describes \[256, 32\]"):
         SkillPolicy.from_pretrained(mismatched)
 
 
@@ -159,11 +160,19 @@ def test_make_env_builds_only_metra_ids_unless_allowed(ant, monkeypatch):
         ant.make_env()
     with pytest.raises(TypeError, match="allowed_env_ids must be a list of env id strings"):
         ant.make_env(allowed_env_ids="CartPole-v1")
-    assert ant.make_env(allowed_env_ids=["CartPole-v1"]).spec.id == "CartPole-v1"
-    monkeypatch.setitem(ant.config, "env_id", "gymnasium.envs.classic_control:CartPole-v1")
-    with pytest.raises(CheckpointError, match="import the Python module 'gymnasium.envs.classic_control'"):
-        ant.make_env(allowed_env_ids=["CartPole-v1"])  # a module:id id only when listed as such
-    assert ant.make_env(allowed_env_ids=["gymnasium.envs.classic_control:CartPole-v1"]).spec.id == "CartPole-v1"
+    monkeypatch.setitem(ant.config, "env_id", "metra_gym.envs.locomotion:metra/Ant-v0")
+    with pytest.raises(CheckpointError, match="import the Python module 'metra_gym.envs.locomotion'"):
+        ant.make_env(allowed_env_ids=["metra/Ant-v0"])  # a module:id id only when listed as such
+    assert ant.make_env(allowed_env_ids=["metra_gym.envs.locomotion:metra/Ant-v0"]).spec.id == "metra/Ant-v0"
+
+
+@pytest.mark.parametrize(("env_id", "allowed"), [("metra/HalfCheetah-v0", []), ("CartPole-v1", ["CartPole-v1"])])
+def test_make_env_refuses_a_checkpoint_naming_another_envs_id(ant, monkeypatch, env_id, allowed):
+    """The env id is text in config.json; the networks' sizes say which env the policy was made for."""
+    monkeypatch.setitem(ant.config, "env_id", env_id)
+    with pytest.raises(CheckpointError, match=f"names env id '{env_id}', but its networks take 29-d observations and "
+                                              f"8-d actions, and {env_id} has .* its config.json names another env's"):
+        ant.make_env(allowed_env_ids=allowed)
 
 
 def test_non_finite_observations_are_refused(ant):

@@ -5,6 +5,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 # Runs in a fresh interpreter: a hang must not take the test process (or its OpenMP state) with it.
 SCRIPT = """
 import numpy as np, torch, gymnasium as gym, metra_gym
@@ -62,3 +64,28 @@ def test_async_and_subproc_vector_envs_with_fork_match_the_sync_one():
         raise AssertionError("vectorised skill envs hung in forked workers (OpenMP after fork)") from None
     assert proc.returncode == 0, stderr
     assert stdout.strip() == "ok (4, 2, 29)"
+
+
+# `python -c`: no script for the forkserver to import, as in a notebook; only metra_gym's own preload can help.
+MAKE_VEC_ENV = """
+import numpy as np, metra_gym
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import SubprocVecEnv
+
+venv = make_vec_env({env_id!r}, n_envs=2, vec_env_cls=SubprocVecEnv, env_kwargs={{"skill_steps": 2}},
+                    vec_env_kwargs={{"start_method": {start_method!r}}})
+venv.reset()
+print("ok", venv.step(np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))[0].shape)
+venv.close()
+"""
+
+
+@pytest.mark.parametrize(("env_id", "start_method"), [("metra/AntSkills-v0", "forkserver"),
+                                                      ("metra_gym:metra/AntSkills-v0", "spawn")])
+def test_sb3_make_vec_env_with_subprocesses_finds_the_ids(env_id, start_method):
+    """SubprocVecEnv's workers call gym.make(id) in processes of their own: the plain id works with the default
+    start method (forkserver, which preloads metra_gym), the metra_gym: form everywhere."""
+    proc = subprocess.run([sys.executable, "-c", MAKE_VEC_ENV.format(env_id=env_id, start_method=start_method)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "MUJOCO_GL": "egl"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok (2, 29)"

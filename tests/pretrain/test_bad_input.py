@@ -59,6 +59,12 @@ def _run(args, capsys):
      "normalizer_stats were fitted on 3-d observations, but metra/PointMass-v0 with these env_kwargs gives 2-d"),
     (["--set", "normalizer_stats={mean: [0, 0], std: [1, 1]}"], "normalizer_stats are read only with normalizer: fitted"),
     (["--set", "normalizer=antt"], "normalizer must be one of none, fitted, ant, half_cheetah, got 'antt'"),
+    (["--set", "learning_rate=true"], "config key 'learning_rate' must be a number, got True"),
+    (["--set", "backbone=crossq", "--set", "tau=0.01"], "tau (0.01) is the rate of the target networks' updates, and "
+                                                         "backbone crossq has no target networks; remove tau"),
+    (["--set", "buffer_size=1000000000000"], "this run needs at least 48,428.8 GiB of memory (replay buffer 48,428.8 "
+                                             "GiB, networks with their optimiser state 0.0 GiB), but this machine has"),
+    (["--set", "net_width=10000000"], "GiB), but this machine has"),
 ])
 def test_bad_config_is_one_clear_error_and_writes_nothing(tmp_path, capsys, args, message):
     run = tmp_path / "run"
@@ -105,7 +111,8 @@ def test_resume_rejects_a_sac_zip_a_plain_sac_run_and_an_empty_folder(tmp_path, 
 
 
 def test_new_run_refuses_to_overwrite_an_existing_run(tmp_path, capsys):
-    (tmp_path / "run_state").mkdir()
+    (tmp_path / "run_state" / "latest").mkdir(parents=True)
+    (tmp_path / "run_state" / "latest" / "state.json").write_text("{}")  # a save finished here once
     code, err = _run(["--config", "point_mass", "--run-dir", str(tmp_path)], capsys)
     assert code == 2 and "already holds a run; continue it with --resume" in err
 

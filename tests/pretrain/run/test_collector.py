@@ -1,12 +1,19 @@
 """The overlapped collector: SB3's buffer layout and counters, a one-epoch policy lag, exact resume."""
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.run.config import load_config
 from pretrain.run.replay_segments import load_replay
 from pretrain.run.trainer import read_run_config, train
-from tests.pretrain.run.test_run_state import TINY, _assert_same_training
+from tests.pretrain.run.test_run_state import ROOT, TINY, _assert_same_training
 
 
 def _latest(run):
@@ -46,3 +53,29 @@ def test_overlapped_resume_is_exact(tmp_path):
     train(load_config("point_mass", [*settings, "epochs=3", "save_every=3"]), tmp_path / "split", verbose=0)
     train(read_run_config(tmp_path / "split", {"epochs": 6}), tmp_path / "split", resume=True, verbose=0)
     _assert_same_training(tmp_path / "straight", tmp_path / "split")
+
+
+def test_workers_exit_without_a_traceback_when_the_trainer_is_killed(tmp_path):
+    """The trainer waits on its worker nearly all the time (one gradient step per epoch): a kill finds the worker
+    collecting, and its next send meets a closed pipe."""
+    run = tmp_path / "run"
+    settings = [*TINY, "epochs=1000", "save_every=1", "eval_every=1000", "gradient_steps=1", "n_envs=16",
+                "collector=overlapped"]
+    proc = subprocess.Popen([sys.executable, "-m", "pretrain", "train", "--no-progress", "--config", "point_mass",
+                             "--run-dir", str(run), *[a for s in settings for a in ("--set", s)]],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    state = run / "run_state" / "latest" / "state.json"
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            if state.is_file() and json.loads(state.read_text())["epoch"] >= 3:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)  # to EOF: until the workers, which share stderr, are gone too
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in err and "Error" not in err, err
