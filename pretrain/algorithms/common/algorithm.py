@@ -218,18 +218,6 @@ class SkillAlgorithm:
             env = skill_conditioned(env, *_saved_skill_spec(path), cls.learner_class().skill_prior)
         return super().load(path, env=env, **kwargs)  # type: ignore[misc]
 
-    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
-        """SB3's ``load_replay_buffer``; a run state's buffer (``run_state/latest`` or its ``replay_buffer.pkl``,
-        saved in segments by :mod:`pretrain.run.replay_segments`) loads too."""
-        from pretrain.run.replay_segments import META, load_replay
-
-        if isinstance(path, (str, pathlib.Path)):
-            path = pathlib.Path(path)
-            if path.is_dir() or path.name == META:
-                self.replay_buffer = load_replay(path if path.is_dir() else path.parent, self.device)
-                return
-        super().load_replay_buffer(path, truncate_last_traj)  # type: ignore[misc]
-
     def export_skills(self, out_dir: str | pathlib.Path, force: bool = False) -> pathlib.Path:
         """Write the skill policy (and phi, for METRA and LSD) as a pickle-free skill checkpoint folder
         (``config.json``, ``model.safetensors``, ``README.md``) for :class:`metra_gym.SkillPolicy` and

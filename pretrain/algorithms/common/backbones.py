@@ -17,9 +17,11 @@ The environment's observation is ``[normalised observation, skill z]`` with z in
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -244,6 +246,18 @@ class SkillDiscoveryMixin:
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
     # --- saving -----------------------------------------------------------------------------------------
+
+    def load_replay_buffer(self, path: str | Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
+        """SB3's ``load_replay_buffer``; a run state's buffer (``run_state/latest`` or its ``replay_buffer.pkl``,
+        saved in segments by :mod:`pretrain.run.replay_segments`) loads too."""
+        from pretrain.run.replay_segments import META, load_replay
+
+        if isinstance(path, (str, Path)):
+            path = Path(path)
+            if path.is_dir() or path.name == META:
+                self.replay_buffer = load_replay(path if path.is_dir() else path.parent, self.device)
+                return
+        super().load_replay_buffer(path, truncate_last_traj)  # type: ignore[misc]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts, variables = super()._get_torch_save_params()
