@@ -219,12 +219,34 @@ def expected_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
 
     obs_dim, skill_dim, action_dim = config["obs_dim"], config["skill_dim"], config["action_dim"]
     actor_hidden = config["actor_hidden"]
+    encoders: dict[str, tuple[int, ...]] = {}
+    pixels = config.get(PIXELS_KEY)
+    if pixels is not None:  # each network reads the frames through its own CNN (metra_gym.networks.PixelEncoder)
+        encoders, obs_dim = _encoder_shapes(pixels)
     shapes = mlp("actor.latent.", obs_dim + skill_dim, actor_hidden[:-1], actor_hidden[-1])
+    shapes.update({f"actor.{name}": shape for name, shape in encoders.items()})
     for head in ("mu", "log_std"):
         shapes[f"actor.{head}.weight"], shapes[f"actor.{head}.bias"] = (action_dim, actor_hidden[-1]), (action_dim,)
     if config["phi_hidden"] is not None:
         shapes.update(mlp("phi.net.", obs_dim, config["phi_hidden"], skill_dim))
+        shapes.update({f"phi.{name}": shape for name, shape in encoders.items()})
     return shapes
+
+
+def _encoder_shapes(pixels: dict[str, Any]) -> tuple[dict[str, tuple[int, ...]], int]:
+    """The tensors of one pixel encoder of a ``pixels`` entry (``encoder.convs.N.weight|bias``), and the size of its
+    output features, computed from the sizes alone."""
+    from metra_gym.networks import PAPER_KERNEL, conv_output_size
+
+    height, width, channels = pixels["shape"]
+    shapes: dict[str, tuple[int, ...]] = {}
+    previous = channels
+    for i, depth in enumerate(pixels["encoder_channels"]):
+        shapes[f"encoder.convs.{2 * i}.weight"] = (depth, previous, PAPER_KERNEL, PAPER_KERNEL)
+        shapes[f"encoder.convs.{2 * i}.bias"] = (depth,)
+        previous = depth
+    layers = len(pixels["encoder_channels"])
+    return shapes, previous * conv_output_size(height, layers) * conv_output_size(width, layers)
 
 
 def check_shapes(config: dict[str, Any], shapes: dict[str, tuple[int, ...]], folder: Path) -> None:
