@@ -113,10 +113,6 @@ def _link_unchanged(previous: Path | None, name: str, digest: str, previous_file
     return True
 
 
-def has_segments(folder: Path) -> bool:
-    return any(Path(folder).glob(f"{SEGMENT_PREFIX}*.npy"))
-
-
 def load_replay(folder: Path, device: Any) -> Any:
     """The buffer saved by :func:`save_replay` in ``folder`` (sha256 already checked by the caller), on ``device``.
     A buffer pickled whole (run states of earlier versions, SB3's format) loads too."""

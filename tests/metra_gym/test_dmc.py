@@ -16,6 +16,7 @@ from metra_gym import registration
 from metra_gym.envs import dmc
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.wrappers import ChannelStackObservation
+from tests.metra_gym.helpers import heavy_modules_after
 
 pytest.importorskip("dm_control")
 pytest.importorskip("shimmy")
@@ -48,12 +49,7 @@ def test_registration_says_the_papers_numbers():
 
 
 def test_import_metra_gym_and_dmc_module_stay_light():
-    code = ("import sys, gymnasium as gym, metra_gym, metra_gym.envs.dmc, metra_gym.wrappers\n"
-            "gym.spec('metra/Quadruped-v0')\n"
-            "print(sorted(m for m in ('torch', 'mujoco', 'dm_control', 'shimmy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert heavy_modules_after("metra_gym, metra_gym.envs.dmc, metra_gym.wrappers", "metra/Quadruped-v0", ('torch', 'mujoco', 'dm_control', 'shimmy')) == []
 
 
 @pytest.mark.parametrize("env_id", list(DIMS))

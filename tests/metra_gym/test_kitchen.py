@@ -21,6 +21,7 @@ from metra_gym.wrappers import ChannelStackObservation
 pytest.importorskip("gymnasium_robotics")
 
 from metra_gym.envs import kitchen, robotics_patch  # noqa: E402
+from tests.metra_gym.helpers import heavy_modules_after
 
 STATE_DIM, EE_ACTIONS = 62, 7
 
@@ -50,12 +51,7 @@ def test_registration_says_the_papers_numbers():
 
 
 def test_import_of_the_kitchen_module_stays_light():
-    code = ("import sys, gymnasium as gym, metra_gym, metra_gym.envs.kitchen, metra_gym.envs.robotics_patch\n"
-            "gym.spec('metra/Kitchen-v0')\n"
-            "print(sorted(m for m in ('torch', 'mujoco', 'gymnasium_robotics') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert heavy_modules_after("metra_gym, metra_gym.envs.kitchen, metra_gym.envs.robotics_patch", "metra/Kitchen-v0", ('torch', 'mujoco', 'gymnasium_robotics')) == []
 
 
 @pytest.mark.parametrize(("control", "action_dim"), [("end_effector", EE_ACTIONS), ("joint_velocity", 9)])
