@@ -296,6 +296,19 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
     return config.validate()
 
 
+def without_other_algorithms(values: dict[str, Any], recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``values`` without the keys of algorithms other than its own ``algo``.
+
+    A saved run's config.yaml (and its run state's recorded config) lists every key, the other algorithms' at the
+    defaults of the metra-gym that wrote it. They configure nothing of the run, and a later change of their defaults
+    must not stop it from resuming, so they are dropped; with ``recorded`` (the config a run state recorded), only
+    those equal to it are, and a value edited by hand since is left for :func:`build_config` to refuse.
+    """
+    algo = values.get("algo", PretrainConfig.algo)
+    return {k: v for k, v in values.items()
+            if _KEY_ALGORITHM.get(k, algo) == algo or (recorded is not None and recorded.get(k, v) != v)}
+
+
 def _check_algorithm_keys(values: dict[str, Any], config: PretrainConfig) -> None:
     """Refuse a key of ``values`` that belongs to another algorithm than ``config.algo``, unless it has its default
     value: a saved run's config.yaml (and a checkpoint's provenance) lists every key, the other algorithms' at their

@@ -40,6 +40,7 @@ from safetensors.torch import load_file, save_file
 from stable_baselines3.common.vec_env import VecEnv
 
 from pretrain.evaluation.coverage import CoverageTracker
+from pretrain.run.config import without_other_algorithms
 from pretrain.run.replay_segments import META as REPLAY_META
 from pretrain.run.replay_segments import load_replay, save_replay
 
@@ -224,6 +225,16 @@ def has_saved_state(run_dir: Path) -> bool:
     return any((path / STATE).exists() for path in [root / LATEST, root / PREVIOUS, *root.glob(f"{TMP_PREFIX}*")])
 
 
+def recorded_config(run_dir: Path) -> dict[str, Any] | None:
+    """The config the newest save of the run in ``run_dir`` recorded; None when there is none (no save yet, or a save
+    by an older metra-gym that did not record it)."""
+    try:
+        recorded = json.loads((Path(run_dir) / ROOT / LATEST / STATE).read_text()).get("config")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
 def discard_unsaved_state(run_dir: Path) -> None:
     """Remove ``run_state/`` of a run folder in which no save ever finished, so that a new run starts afresh."""
     root = Path(run_dir) / ROOT
@@ -364,7 +375,7 @@ def check_config_unchanged(state: dict[str, Any], config: dict[str, Any], run_di
     recorded = state.get("config")
     if not isinstance(recorded, dict):  # saved by an older metra-gym, which did not record it
         return
-    current = json.loads(json.dumps(config))  # as JSON gives it back: tuples become lists
+    recorded, current = without_other_algorithms(recorded), without_other_algorithms(json.loads(json.dumps(config)))
     allowed = set(may_change)
     differ = [key for key, value in recorded.items()
               if key not in allowed and key in current and current[key] != value]

@@ -31,7 +31,7 @@ from pretrain.algorithms.common.pixel_encoder import PAPER_CHANNELS, PixelFeatur
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.run.callbacks import EpochCallback, TrainingCoverage
 from pretrain.run.collector import OverlappedCollector
-from pretrain.run.config import ConfigError, PretrainConfig, build_config
+from pretrain.run.config import ConfigError, PretrainConfig, build_config, without_other_algorithms
 from pretrain.run.env_wrappers import NormalizeObservationPreset, SkillConditioned
 from pretrain.run.envs import config_normalizer, probe_env, raw_env_factory, with_fitted_normalizer
 from pretrain.run.memory import check_memory
@@ -42,6 +42,7 @@ from pretrain.run.run_state import (
     discard_unsaved_state,
     has_saved_state,
     load_run_state,
+    recorded_config,
     run_state_dir,
     save_run_state,
     verify_files,
@@ -162,6 +163,8 @@ def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> P
     if fixed:
         raise ConfigError(f"cannot change {', '.join(fixed)} when resuming (the saved model depends on it); "
                           f"a resumed run may change {', '.join(sorted(RESUMABLE_KEYS))}, or start a new --run-dir")
+    if has_saved_state(run_dir):  # lists the other algorithms' keys at the defaults of the metra-gym that saved it
+        saved = without_other_algorithms(saved, recorded_config(run_dir))
     return build_config({**saved, **(overrides or {})})
 
 

@@ -15,7 +15,7 @@ import yaml
 
 from pretrain.cli import main
 from pretrain.run import run_state
-from pretrain.run.config import load_config
+from pretrain.run.config import ConfigError, PretrainConfig, load_config
 from pretrain.run.run_state import ResumeError, RunFolderLock, write_text_atomic
 from pretrain.run.trainer import read_run_config, train
 
@@ -250,3 +250,21 @@ def test_a_copied_run_logs_its_resume_into_its_own_folder(finished_run, run, cap
     assert sorted(p.relative_to(finished_run) for p in (finished_run / "tb").rglob("*")) == before
     assert len(list((run / "tb").rglob("events.out.tfevents.*"))) == len(list((finished_run / "tb").rglob(
         "events.out.tfevents.*"))) + 1
+
+
+def test_a_run_saved_before_another_algorithms_default_changed_still_resumes(run, capsys):
+    """A config.yaml lists every algorithm's keys at the defaults of the metra-gym that wrote it (a METRA run from
+    before CIC's k changed from 12 to 16 listed cic_knn_k: 12); they configure nothing of the run. A value edited by
+    hand since the run state recorded it is still refused."""
+    _edit_config(run, cic_knn_k=12)
+    state_file = run / "run_state" / "latest" / "state.json"
+    state = json.loads(state_file.read_text())
+    state["config"]["cic_knn_k"] = 12
+    state_file.write_text(json.dumps(state))
+    run_state.check_config_unchanged(state, read_run_config(run).to_dict(), run)  # no error
+    _edit_config(run, cic_knn_k=5)
+    with pytest.raises(ConfigError, match="'cic_knn_k' is an option of algo cic, but algo is 'metra'"):
+        read_run_config(run)
+    del state["config"]  # saved by a metra-gym that recorded no config: its config.yaml is as it wrote it
+    state_file.write_text(json.dumps(state))
+    assert read_run_config(run).cic_knn_k == PretrainConfig().cic_knn_k
