@@ -5,7 +5,9 @@ one edge per import of one of our modules, by where it stands:
 
 - *module level*: runs when the importing module is imported (including imports inside ``try`` or ``if`` blocks
   at the top level, but not those under ``if TYPE_CHECKING:``, which never run);
-- *function level*: inside a function or method, run when it is first called (a lazy import).
+- *function level*: inside a function or method, run when it is first called (a lazy import). A function-level
+  import of the module's own ancestor package (``import metra_gym`` in ``metra_gym.skill_checkpoint.hub``) is
+  left out: Python has imported every ancestor before the module, so it ties nothing new (it is counted apart).
 
 A circle is a strongly connected component of more than one module; it is reported for the module-level edges
 alone and for all edges (module and function level), each with its edges, since a lazy import still ties the two
@@ -112,14 +114,36 @@ def strongly_connected(nodes: list[str], edges: dict[str, set[str]]) -> list[lis
     return sorted(components)
 
 
+def shortest_circles(component: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
+    """The shortest circle through each module of a component (breadth first), each once: ``[a, b, ..., a]``."""
+    found: dict[frozenset[str], list[str]] = {}
+    for start in component:
+        paths = {start: [start]}
+        queue = [start]
+        while queue:
+            node = queue.pop(0)
+            for successor in sorted(edges.get(node, ())):
+                if successor == start:
+                    circle = [*paths[node], start]
+                    found.setdefault(frozenset(circle), circle)
+                    queue = []
+                    break
+                if successor in component and successor not in paths:
+                    paths[successor] = [*paths[node], successor]
+                    queue.append(successor)
+    return sorted(found.values(), key=lambda circle: (len(circle), circle))
+
+
 def measure() -> dict:
     known = our_modules()
     edges: dict[str, dict[str, set[str]]] = {"module": defaultdict(set), "function": defaultdict(set)}
-    counts = {"module": 0, "function": 0, "type_checking": 0}
+    counts = {"module": 0, "function": 0, "function_ancestor": 0, "type_checking": 0}
     for name, path in known.items():
         for module, names, level in imports(ast.parse(path.read_text(), str(path))):
             for target in targets(module, names, known):
-                if target != name:
+                if target != name and level == "function" and name.startswith(target + "."):
+                    counts["function_ancestor"] += 1
+                elif target != name:
                     counts[level] += 1
                     if level in edges:
                         edges[level][name].add(target)
@@ -128,6 +152,7 @@ def measure() -> dict:
     for label, graph in (("module_level", edges["module"]), ("module_and_function_level", every)):
         circles[label] = [
             {"modules": component,
+             "shortest_circles": [" -> ".join(circle) for circle in shortest_circles(component, graph)],
              "edges": sorted(f"{a} -> {b}" + ("" if b in edges["module"][a] else " (function level)")
                              for a in component for b in graph.get(a, ()) if b in component)}
             for component in strongly_connected(sorted(known), graph)]
@@ -164,7 +189,7 @@ def main() -> None:
     print(json.dumps({k: v for k, v in result.items() if k != "circle_details"}, indent=1))
     for label, found in result["circle_details"].items():
         for circle in found:
-            print(label, *circle["edges"], sep="\n  ")
+            print(label, *circle["shortest_circles"], sep="\n  ")
     print(f"wrote {args.out}")
 
 
