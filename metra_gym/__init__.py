@@ -45,7 +45,7 @@ def __getattr__(name: str):
 
         return SkillEnv
     if name == "push_to_hub":
-        from metra_gym.skill_checkpoint.hub import push_to_hub
+        from metra_gym.skill_checkpoint.upload import push_to_hub
 
         return push_to_hub
     raise AttributeError(f"module 'metra_gym' has no attribute {name!r}")

@@ -1,1 +1,2 @@
-"""The exported, pickle-free skill checkpoint: its format (``format``) and where it comes from (``hub``)."""
+"""The exported, pickle-free skill checkpoint: its format (``format``), where it comes from (``hub``) and where it
+goes (``upload``)."""

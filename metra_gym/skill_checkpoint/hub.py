@@ -16,7 +16,8 @@ _REPO_ID = re.compile(rf"^{_PART}/{_PART}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-def _is_repo_id(text: str) -> bool:
+def is_repo_id(text: str) -> bool:
+    """Whether ``text`` is a Hub repo id ``org/name`` by the Hub's own rules."""
     return bool(_REPO_ID.match(text)) and "--" not in text and ".." not in text and not text.endswith(".git")
 
 
@@ -56,7 +57,7 @@ def parse_hub_reference(checkpoint: str, revision: str | None = None) -> tuple[s
         if revision is not None and revision != at_revision:
             raise CheckpointError(f"two revisions given for {checkpoint!r}: {at_revision!r} and {revision!r}")
         revision = at_revision
-    if not _is_repo_id(reference):
+    if not is_repo_id(reference):
         raise CheckpointError(f"{checkpoint!r} is not a valid Hub repo id; write it as 'org/name' or "
                               "'hf://org/name@rev' (letters, digits, '-', '_' and '.'; no '..' or '--')")
     # A revision goes into the URL path quoted, but an empty one or one with spaces or '..' is always a mistake.
@@ -203,26 +204,3 @@ def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
     if len(folders) != 1:
         raise CheckpointError(f"the files of {where} resolved to different revisions; pass an explicit revision")
     return folders.pop()
-
-
-def push_to_hub(folder: str | Path, repo_id: str, *, revision: str | None = None, private: bool = False,
-                token: str | None = None, commit_message: str = "Upload METRA skill checkpoint") -> str:
-    """Upload a checkpoint folder (config.json, model.safetensors, README.md) to a Hub model repo; return the
-    commit URL. The folder is checked first, so a broken checkpoint is never uploaded."""
-    from huggingface_hub import HfApi
-
-    from metra_gym.skill_policy import SkillPolicy
-
-    if not _is_repo_id(repo_id):
-        raise CheckpointError(f"{repo_id!r} is not a valid Hub repo id; write it as 'org/name' (letters, digits, "
-                              "'-', '_' and '.'; no '..' or '--')")
-    folder = Path(folder)
-    # Loading it checks config.json, the weights, their sha256 and that they fit together.
-    SkillPolicy.from_pretrained(folder)
-    api = HfApi(token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True)
-    if revision:
-        api.create_branch(repo_id, branch=revision, exist_ok=True)
-    info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, revision=revision,
-                             allow_patterns=[CONFIG, WEIGHTS, CARD], commit_message=commit_message)
-    return str(info)

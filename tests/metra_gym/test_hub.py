@@ -13,7 +13,7 @@ import pytest
 from huggingface_hub import constants
 
 from metra_gym.skill_checkpoint.format import CheckpointError
-from metra_gym.skill_checkpoint.hub import bundled_checkpoints, push_to_hub, resolve_checkpoint
+from metra_gym.skill_checkpoint.hub import bundled_checkpoints, resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 from tests.metra_gym.fake_hub import FakeHub
 
@@ -160,37 +160,6 @@ def test_hf_endpoint_variable_in_a_fresh_process(tmp_path):
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "(29,)"
         assert any("/metra/ant-skills/resolve/v2/model.safetensors" in r for r in fake.requests)
-
-
-def test_push_to_hub_checks_the_folder_then_uploads_it(tmp_path, monkeypatch):
-    calls = []
-
-    class RecordingApi:
-        def __init__(self, token=None):
-            calls.append(("init", token))
-
-        def create_repo(self, repo_id, private, exist_ok):
-            calls.append(("create_repo", repo_id, private))
-
-        def create_branch(self, repo_id, branch, exist_ok):
-            calls.append(("create_branch", repo_id, branch))
-
-        def upload_folder(self, folder_path, repo_id, revision, allow_patterns, commit_message):
-            calls.append(("upload_folder", Path(folder_path), repo_id, revision, sorted(allow_patterns)))
-            return "https://hub/commit/1"
-
-    import huggingface_hub
-
-    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
-    assert push_to_hub(BUNDLED, "me/ant", revision="v1") == "https://hub/commit/1"
-    assert calls[-1] == ("upload_folder", BUNDLED, "me/ant", "v1", ["README.md", "config.json", "model.safetensors"])
-    broken = tmp_path / "broken"
-    shutil.copytree(BUNDLED, broken)
-    (broken / "model.safetensors").write_bytes(b"\x00" * 10)
-    calls.clear()
-    with pytest.raises(CheckpointError, match="truncated or corrupted"):
-        push_to_hub(broken, "me/ant")
-    assert calls == []
 
 
 def test_bundled_names():
