@@ -15,7 +15,8 @@ skills in what phi sees. Quadruped: 2 + 78 = 80 dims, 12 actions; Humanoid: 2 + 
 
 Rendering is headless: ``MUJOCO_GL`` defaults to ``egl`` when unset (it must be set before dm_control is imported,
 which this module does lazily, inside the constructors). The renderer is cheap by default (shadows, reflections and
-multisampling off, one persistent camera): a few ms per 64 x 64 frame on a CPU instead of 30-40 ms.
+multisampling off, one persistent camera), several times cheaper per frame on a CPU than dm_control's default
+scene (timings in ``benchmarks/results/render_time``).
 
 Environments pickle and deep-copy through ``EzPickle`` like the other metra environments: a copy is a fresh
 environment built from the same constructor arguments.

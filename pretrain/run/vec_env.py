@@ -12,8 +12,8 @@ class NoCopyDummyVecEnv(DummyVecEnv):
     """``DummyVecEnv`` whose ``step_wait`` hands out the envs' own info dicts instead of deep copies.
 
     SB3 deep-copies the list of infos on every vec-step to protect against envs that reuse one dict. Our envs
-    (Gymnasium's MuJoCo envs under our wrappers) build a fresh dict at every step, so the copy only costs time:
-    on Ant it was 12 % of the vec-env's time under cProfile (``benchmarks/README.md``).
+    (Gymnasium's MuJoCo envs under our wrappers) build a fresh dict at every step, so the copy only costs time
+    (how much: ``benchmarks/README.md``, "Cheaper gradient steps").
 
     ``pre_reset_rngs[i]`` is the RNG state of environment ``i`` just before its latest reset: restoring it and
     resetting again reproduces the same initial state and skill (see :mod:`pretrain.run.run_state`).

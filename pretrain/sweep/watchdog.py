@@ -2,7 +2,7 @@
 process is gone, however it ended (SIGKILL included).
 
 Ray ties its head processes (GCS server, raylet, monitors) to the driver with ``PR_SET_PDEATHSIG``, but the
-raylet's own children (the dashboard and runtime-env agents, about 90 MB each) are left behind when the driver is
+raylet's own children (the dashboard and runtime-env agents) are left behind when the driver is
 killed. The watchdog is started before Ray, in its own session (a Ctrl-C in the terminal does not reach it), with
 the read end of a pipe as its stdin; only the sweep holds the write end, so end-of-file on stdin means the sweep
 has exited or closed it. Until then it records every process that descends from the sweep and started after the
