@@ -27,9 +27,10 @@ from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.export import export_model
 from pretrain.run.callbacks import EpochCallback
 from pretrain.run.config import load_config
+from pretrain.run.envs import env_factory, training_env
+from pretrain.run.model import build_model
 from pretrain.run.replay_segments import save_replay
 from pretrain.run.run_state import _recorded_files, _sha256, save_run_state
-from pretrain.run.trainer import build_model, env_factory, training_env
 
 
 def timed(work: Callable[[], object], repeats: int) -> dict[str, float]:

@@ -28,9 +28,10 @@ import numpy as np
 import torch as th
 from measurements import append_measurement
 
-from pretrain.run import trainer
+from pretrain.run import model as run_model
 from pretrain.run.config import load_config
-from pretrain.run.trainer import build_model, env_factory, resolve_device, training_env
+from pretrain.run.device import resolve_device
+from pretrain.run.envs import env_factory, training_env
 
 CONFIGS = ("quadruped", "quadruped_state")
 CRITIC_ENCODERS = {"per_q": "one CNN per Q head (as the official agent)", "shared": "one CNN for both Q heads (SB3)"}
@@ -38,9 +39,9 @@ CRITIC_ENCODERS = {"per_q": "one CNN per Q head (as the official agent)", "share
 
 @contextmanager
 def critic_encoders(variant: str) -> Iterator[None]:
-    """Build pixel models whose critic has one CNN per Q head (``per_q``, the trainer's) or one for both
+    """Build pixel models whose critic has one CNN per Q head (``per_q``, what a run builds) or one for both
     (``shared``, SB3's ``ContinuousCritic``)."""
-    original = trainer.pixel_settings
+    original = run_model.pixel_settings
 
     def settings(config, venv) -> dict[str, Any]:
         result = original(config, venv)
@@ -48,11 +49,11 @@ def critic_encoders(variant: str) -> Iterator[None]:
             result["policy_kwargs"] = {**result["policy_kwargs"], "features_extractor_per_q": variant == "per_q"}
         return result
 
-    trainer.pixel_settings = settings
+    run_model.pixel_settings = settings
     try:
         yield
     finally:
-        trainer.pixel_settings = original
+        run_model.pixel_settings = original
 
 
 def _synchronize(device: str) -> None:
@@ -66,7 +67,7 @@ def collected_model(config_name: str, overrides: list[str], run_dir: Path):
     config = load_config(config_name, [*overrides, "buffer_size=20000", "gradient_steps=200"])
     config.learning_starts = config.steps_per_epoch
     device = resolve_device(config)
-    model = build_model(config, training_env(config, env_factory(config)), run_dir)
+    model = run_model.build_model(config, training_env(config, env_factory(config)), run_dir)
     th.set_num_threads(config.torch_threads)
     start = time.perf_counter()
     model.gradient_steps = 0  # collection only

@@ -17,7 +17,7 @@ import numpy as np
 
 from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.run.config import load_config
-from pretrain.run.trainer import env_factory
+from pretrain.run.envs import env_factory
 
 
 def random_action_coverage(config_name: str, n_rollouts: int = 48, seed: int = 1000) -> dict:

@@ -14,9 +14,9 @@ import numpy as np
 import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from pretrain.algorithms.common.skill_conditioned import SkillConditioned
 from pretrain.run.config import load_config
-from pretrain.run.env_wrappers import SkillConditioned
-from pretrain.run.trainer import env_factory
+from pretrain.run.envs import env_factory
 from pretrain.run.vec_env import NoCopyDummyVecEnv
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-# Each algorithm's folder exports its class under the upper-cased name of its config name (pretrain.run.config).
-__all__ = ["METRA", "LSD", "DIAYN", "DADS", "CIC"]
+from pretrain.algorithms import REGISTRY
+
+# Each algorithm's folder exports its class under the upper-cased name of the algorithm (pretrain.algorithms).
+__all__ = [algo.upper() for algo in REGISTRY]
 
 
 def __getattr__(name: str) -> Any:

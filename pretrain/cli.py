@@ -28,8 +28,9 @@ from pretrain.run.config import ConfigError, _parse_override, builtin_configs, l
 
 def _train(args: argparse.Namespace) -> int:
     from pretrain.algorithms.common.backbones import NonFiniteLossError
+    from pretrain.run.run_config import read_run_config
     from pretrain.run.run_state import ResumeError, has_saved_state, run_state_dir
-    from pretrain.run.trainer import read_run_config, train
+    from pretrain.run.trainer import train
 
     run_dir = Path(args.resume or args.run_dir or ".")
     resume_hint = f"resume with: metra-pretrain train --resume {shlex.quote(str(run_dir))}"
@@ -40,7 +41,7 @@ def _train(args: argparse.Namespace) -> int:
         if args.resume:
             given = [option for option, value in (("--config", args.config), ("--run-dir", args.run_dir)) if value]
             if given:
-                from pretrain.run.trainer import RESUMABLE_KEYS
+                from pretrain.run.run_config import RESUMABLE_KEYS
 
                 raise ConfigError(f"--resume takes the run folder and its config from {run_dir}; leave out "
                                   f"{' and '.join(given)} (a resumed run may change {', '.join(sorted(RESUMABLE_KEYS))}"

@@ -28,6 +28,8 @@ from pretrain.project_paths import project_path
 from pretrain.run.config import FITTED, ConfigError, PretrainConfig
 from pretrain.run.env_wrappers import NormalizeObservationPreset
 from pretrain.run.envs import config_normalizer, import_env_module, with_fitted_normalizer
+from pretrain.run.model import algorithm_class, encoder_channels
+from pretrain.run.run_config import RESUMABLE_KEYS, read_run_config
 from pretrain.run.run_state import (
     check_config_unchanged,
     give_usual_mode,
@@ -36,7 +38,6 @@ from pretrain.run.run_state import (
     temporary_prefix,
     verify_files,
 )
-from pretrain.run.trainer import RESUMABLE_KEYS, algorithm_class, encoder_channels, read_run_config
 
 # SB3's SAC Actor -> metra_gym.networks.SkillActor, for any number of hidden layers (and a pixel run's CNN)
 _ACTOR_PREFIXES = {"latent_pi.": "latent.", "mu.": "mu.", "log_std.": "log_std.",

@@ -20,13 +20,19 @@ from __future__ import annotations
 import multiprocessing as mp
 import signal
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.type_aliases import RolloutReturn
+
+from pretrain.run.config import ConfigError, PretrainConfig, build_config
+from pretrain.run.envs import env_factory, training_env
+
+if TYPE_CHECKING:
+    from pretrain.algorithms.common.algorithm import SkillAlgorithm
 
 
 @dataclass
@@ -46,9 +52,6 @@ class Batch:
 def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int], seed: int) -> None:
     """Hold ``env_ids`` of the training environments and collect an epoch whenever asked."""
     import io
-
-    from pretrain.run.config import build_config
-    from pretrain.run.trainer import env_factory, training_env
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the learner, which stops us
     th.set_num_threads(1)
@@ -117,8 +120,6 @@ class OverlappedCollector:
 
     def __init__(self, config, actor: th.nn.Module, n_workers: int = 1) -> None:
         import io
-
-        from pretrain.run.config import ConfigError
 
         if not isinstance(actor.features_extractor, FlattenExtractor):
             raise ConfigError("collector=overlapped supports flat observations; pixel runs use collector=sequential")
@@ -207,3 +208,9 @@ class OverlappedCollector:
             proc.join(timeout=10)
             if proc.is_alive():
                 proc.kill()
+
+
+def attach_collector(model: SkillAlgorithm, config: PretrainConfig) -> None:
+    """Give the model an overlapped collector when the config asks for one (sequential: SB3's own loop)."""
+    if config.collector == "overlapped":
+        model.collector = OverlappedCollector(config, model.actor, config.collector_workers)

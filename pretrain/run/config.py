@@ -14,6 +14,7 @@ import yaml
 
 from metra_gym.envs.normalization import PRESETS
 from metra_gym.registration import EPISODE_STEPS
+from pretrain.algorithms import BACKBONES, INITS, REGISTRY
 from pretrain.algorithms.common.skills import validate_skill_spec
 
 
@@ -21,28 +22,21 @@ class ConfigError(ValueError):
     """A configuration that cannot be used; the message says what to change."""
 
 
-# Choices, said once (the trainer maps them to classes; listed here so that the CLI stays light).
-ALGORITHMS = ("metra", "lsd", "diayn", "dads", "cic")
-BACKBONES = ("sac", "crossq", "tqc")
-INITS = ("torch", "official")
+# Choices. The algorithms, backbones and initialisations are the registry's (pretrain.algorithms, light).
+ALGORITHMS = tuple(REGISTRY)
 COLLECTORS = ("sequential", "overlapped")
 FITTED = "fitted"  # normalizer: fitted: mean and std of random rollouts at the start of a run (normalizer_stats)
 NORMALIZERS = ("none", FITTED, *PRESETS)
 MAX_ENVS = 256  # more environments in one process than this is a typo, not a plan
-# The keys only one algorithm reads. Every other key (networks, SAC, environment, schedule) is shared; the baselines'
-# networks take the phi width and the networks' learning rate.
-ALGORITHM_KEYS: dict[str, tuple[str, ...]] = {
-    "metra": ("dual_slack", "dual_lam_init", "dual_learning_rate"),
-    "lsd": (),
-    "diayn": ("diayn_learn_std",),
-    "dads": ("dads_alt_skills", "dads_batch_norm"),
-    "cic": ("cic_temperature", "cic_knn_k", "cic_knn_clip", "cic_knn_query", "cic_project_skill"),
-}
+# The keys only one algorithm reads (the registry's). Every other key (networks, SAC, environment, schedule) is
+# shared; every algorithm's networks take the phi width and the networks' learning rate.
+ALGORITHM_KEYS: dict[str, tuple[str, ...]] = {algo: entry.config_keys for algo, entry in REGISTRY.items()}
 _KEY_ALGORITHM = {key: algo for algo, keys in ALGORITHM_KEYS.items() for key in keys}
-# Skill spaces that an algorithm's own paper fixes. The bundled configs set METRA's skill_dim and discrete_skills for
-# their environment, so a config switched to one of these algorithms by an override takes its skill space instead,
-# unless the overrides give skill_dim or discrete_skills too (CIC: URLB's agent/cic.yaml, skill_dim 64, continuous).
-ALGORITHM_SKILL_SPACES: dict[str, dict[str, Any]] = {"cic": {"skill_dim": 64, "discrete_skills": False}}
+# Skill spaces that an algorithm's own paper fixes (the registry's). The bundled configs set METRA's skill_dim and
+# discrete_skills for their environment, so a config switched to one of these algorithms by an override takes its
+# skill space instead, unless the overrides give skill_dim or discrete_skills too (CIC: 64 continuous skills).
+ALGORITHM_SKILL_SPACES: dict[str, dict[str, Any]] = {algo: entry.skill_space for algo, entry in REGISTRY.items()
+                                                     if entry.skill_space}
 
 
 @dataclass
@@ -154,12 +148,9 @@ class PretrainConfig:
             raise ConfigError(f"seed must be an integer in [0, 2**32 - 1], got {self.seed}")
         if self.snapshot_every < 0:
             raise ConfigError(f"snapshot_every must be >= 0 (0: no snapshots), got {self.snapshot_every}")
-        if self.algo == "cic":
-            from pretrain.algorithms.cic.cic import KNN_QUERIES
-
-            if self.cic_knn_query not in KNN_QUERIES:
-                raise ConfigError(f"cic_knn_query must be one of {', '.join(KNN_QUERIES)} (k-NN distances from g(s'), "
-                                  f"as in URLB, or from g(s), as in the CSF fork), got {self.cic_knn_query!r}")
+        for name, (choices, meaning) in REGISTRY[self.algo].choices.items():
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"{name} must be one of {', '.join(choices)} ({meaning}), got {getattr(self, name)!r}")
         if self.algo == "cic" and self.cic_knn_k > self.batch_size:
             raise ConfigError(f"cic_knn_k ({self.cic_knn_k}) must be <= batch_size ({self.batch_size}): the k-NN "
                               "reward looks for neighbours within a minibatch")

@@ -1,6 +1,7 @@
-"""What a training config's environment needs beyond ``gym.make``: the user's own module of a ``module:Env-v0``
-id, the observation normaliser (none, a preset, or fitted on random rollouts), and the source of the coordinates
-of the coverage metrics."""
+"""A training config's environments: what they need beyond ``gym.make`` (the user's own module of a
+``module:Env-v0`` id, the observation normaliser: none, a preset, or fitted on random rollouts; the source of the
+coordinates of the coverage metrics), the normalised environment of a run, and its skill-conditioned training
+vector of them."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
 
 from metra_gym.envs.normalization import ObservationNormalizer
+from pretrain import algorithms
+from pretrain.algorithms.common.skill_conditioned import SkillConditioned
 from pretrain.run.config import FITTED, ConfigError, PretrainConfig
-from pretrain.run.env_wrappers import AddCoordinates
+from pretrain.run.env_wrappers import AddCoordinates, NormalizeObservationPreset
+from pretrain.run.vec_env import NoCopyDummyVecEnv
 
 # Random-action episodes of the fitted normaliser: METRA's presets took 10,000 of length 50; a run's first
 # seconds buy a rougher estimate, which is what a normaliser needs.
@@ -136,3 +141,28 @@ def fit_normalizer(make_raw: Callable[[], gym.Env], episodes: int, steps: int, s
     std = stacked.std(axis=0)
     std[std < MIN_FITTED_STD] = 1.0
     return {"mean": stacked.mean(axis=0).tolist(), "std": std.tolist()}
+
+
+def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
+    """A function building one normalised environment of the config (raises ConfigError for an environment that
+    cannot be trained on). ``info["coordinates"]`` is there when the environment or the config's ``coordinates``
+    give it; without it training runs without coverage metrics."""
+    space = probe_env(config)
+    normalizer = None if config.normalizer == "none" else config_normalizer(config, space.shape[0])
+    raw = raw_env_factory(config)
+
+    def make() -> gym.Env:
+        env = raw()
+        return env if normalizer is None else NormalizeObservationPreset(env, normalizer)
+
+    return make
+
+
+def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> VecEnv:
+    """``n_envs`` skill-conditioned copies in one process (subprocesses are slower on 2 cores)."""
+    prior = algorithms.skill_prior(config)  # the algorithm's prior of continuous skills
+
+    def conditioned() -> gym.Env:
+        return SkillConditioned(make(), config.skill_dim, config.discrete_skills, prior)
+
+    return NoCopyDummyVecEnv([conditioned] * config.n_envs)

@@ -16,119 +16,38 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import gymnasium as gym
 import torch as th
-import yaml
 from stable_baselines3.common.callbacks import CallbackList
-from stable_baselines3.common.vec_env import VecEnv
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
-from pretrain import algorithms
-from pretrain.algorithms.common.algorithm import SkillAlgorithm
-from pretrain.algorithms.common.pixel_encoder import PAPER_CHANNELS, PixelFeaturesExtractor
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
+from pretrain.export import export_model
 from pretrain.run.callbacks import EpochCallback, TrainingCoverage
-from pretrain.run.collector import OverlappedCollector
-from pretrain.run.config import ConfigError, PretrainConfig, build_config, without_other_algorithms
-from pretrain.run.env_wrappers import NormalizeObservationPreset, SkillConditioned
-from pretrain.run.envs import config_normalizer, probe_env, raw_env_factory, with_fitted_normalizer
+from pretrain.run.collector import attach_collector
+from pretrain.run.config import ConfigError, PretrainConfig
+from pretrain.run.device import resolve_device
+from pretrain.run.envs import env_factory, training_env, with_fitted_normalizer
 from pretrain.run.memory import check_memory
-from pretrain.run.pixel_replay import FrameStackReplayBuffer
+from pretrain.run.model import algorithm_class, build_model, set_learning_rate
+from pretrain.run.run_config import RESUMABLE_KEYS, save_config
 from pretrain.run.run_state import (
     RunFolderLock,
     check_config_unchanged,
     discard_unsaved_state,
     has_saved_state,
     load_run_state,
-    recorded_config,
     run_state_dir,
     save_run_state,
     verify_files,
 )
 from pretrain.run.signals import StopOnSignal
-from pretrain.run.vec_env import NoCopyDummyVecEnv
-
-
-def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
-    """A function building one normalised environment of the config (raises ConfigError for an environment that
-    cannot be trained on). ``info["coordinates"]`` is there when the environment or the config's ``coordinates``
-    give it; without it training runs without coverage metrics."""
-    space = probe_env(config)
-    normalizer = None if config.normalizer == "none" else config_normalizer(config, space.shape[0])
-    raw = raw_env_factory(config)
-
-    def make() -> gym.Env:
-        env = raw()
-        return env if normalizer is None else NormalizeObservationPreset(env, normalizer)
-
-    return make
-
-
-def training_env(config: PretrainConfig, make: Callable[[], gym.Env]) -> VecEnv:
-    """``n_envs`` skill-conditioned copies in one process (subprocesses are slower on 2 cores)."""
-    prior = algorithms.skill_prior(config)  # the algorithm's prior of continuous skills
-
-    def conditioned() -> gym.Env:
-        return SkillConditioned(make(), config.skill_dim, config.discrete_skills, prior)
-
-    return NoCopyDummyVecEnv([conditioned] * config.n_envs)
-
-
-def algorithm_class(config: PretrainConfig) -> type[SkillAlgorithm]:
-    """The SB3 class of a config: its algorithm on its backbone (``METRA`` for algo=metra, backbone=sac)."""
-    return algorithms.algorithm_class(config.algo, config.backbone)
-
-
-def encoder_channels(config: PretrainConfig) -> tuple[int, ...]:
-    """The output channels of a pixel run's CNN convolutions (the paper's unless the config sets them)."""
-    return tuple(config.encoder_channels or PAPER_CHANNELS)
-
-
-def pixel_settings(config: PretrainConfig, venv: VecEnv) -> dict[str, Any]:
-    """What a pixel run changes: the paper's CNN as the features extractor of the actor and of each Q head (every one
-    its own, as in the official agent: with phi's, four CNNs), and the replay buffer that stores each frame once.
-    Empty for flat observations."""
-    if not isinstance(venv.observation_space, gym.spaces.Dict):
-        return {}
-    for key, supported in (("algo", "metra"), ("backbone", "sac"), ("collector", "sequential")):
-        if getattr(config, key) != supported:
-            raise ConfigError(f"pixel observations ({config.env_id}) need {key}={supported}; got {getattr(config, key)}")
-    image = venv.observation_space["pixels"]  # channels-last, as the environment renders
-    channels = encoder_channels(config)
-    encoder = {"in_channels": int(image.shape[2]), "image_size": int(image.shape[0]),
-               "image_width": int(image.shape[1]), "channels": channels}
-    return {"phi_encoder": encoder, "replay_buffer_class": FrameStackReplayBuffer,
-            "policy_kwargs": {"features_extractor_class": PixelFeaturesExtractor,
-                              "features_extractor_kwargs": {"channels": channels},
-                              "share_features_extractor": False, "features_extractor_per_q": True}}
-
-
-def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillAlgorithm:
-    """A new model of the config's algorithm on its backbone, built as a user's script builds it (the class with the
-    config's keywords), plus the pixel settings and logging to ``run_dir/tb``."""
-    cls = algorithm_class(config)
-    kwargs = cls.config_kwargs(config)
-    pixels = pixel_settings(config, venv)
-    if pixels:
-        kwargs["skill_learner_kwargs"] = {**kwargs["skill_learner_kwargs"], "phi_encoder": pixels["phi_encoder"]}
-        kwargs["policy_kwargs"] = {**kwargs["policy_kwargs"], **pixels["policy_kwargs"]}
-        kwargs["replay_buffer_class"] = pixels["replay_buffer_class"]
-    model = cls("MultiInputPolicy" if pixels else "MlpPolicy", venv, tensorboard_log=str(run_dir / "tb"), **kwargs)
-    model.env_id = config.env_id
-    return model
 
 
 def no_coverage_note(config: PretrainConfig) -> str:
     """Why a run's coverage columns are empty: its environment gives no position."""
     return (f"no coverage: {config.env_id} puts no info['coordinates'] and the config names no coordinates "
             "(observation indices, e.g. [0, 1], or info keys, e.g. [x_position, y_position])")
-
-
-def save_config(config: PretrainConfig, run_dir: Path) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
 
 
 @dataclass
@@ -139,63 +58,6 @@ class TrainResult:
     history: list[dict[str, float]]
     epoch: int
     stopped_by: str | None = None
-
-
-# Keys a resumed run may change; every other key is baked into the saved model, buffer or environments.
-RESUMABLE_KEYS = frozenset({"epochs", "eval_every", "eval_skills", "save_every", "snapshot_every",
-                            "save_replay_buffer", "torch_threads", "device", "learning_rate"})
-
-
-def read_run_config(run_dir: Path, overrides: dict[str, Any] | None = None) -> PretrainConfig:
-    """The config of an existing run, with the overrides a resumed run may apply."""
-    path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise ConfigError(f"{run_dir} is not a run folder: {path} is missing")
-    try:
-        saved = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path} is not valid YAML ({str(error).splitlines()[0]}); restore it, or start a new "
-                          "--run-dir") from None
-    if not isinstance(saved, dict):
-        raise ConfigError(f"{path} must be a mapping of config keys to values, got {type(saved).__name__}; "
-                          "restore it, or start a new --run-dir")
-    fixed = sorted(k for k, v in (overrides or {}).items() if k not in RESUMABLE_KEYS and saved.get(k, v) != v)
-    if fixed:
-        raise ConfigError(f"cannot change {', '.join(fixed)} when resuming (the saved model depends on it); "
-                          f"a resumed run may change {', '.join(sorted(RESUMABLE_KEYS))}, or start a new --run-dir")
-    if has_saved_state(run_dir):  # lists the other algorithms' keys at the defaults of the metra-gym that saved it
-        saved = without_other_algorithms(saved, recorded_config(run_dir))
-    return build_config({**saved, **(overrides or {})})
-
-
-def set_learning_rate(model: SkillAlgorithm, learning_rate: float) -> None:
-    """Apply a (resumed) run's learning rate to the networks' optimisers: the backbone's through its schedule,
-    the learner's through its own rule (METRA: phi follows, lambda keeps its rate)."""
-    model.learning_rate = learning_rate
-    model._setup_lr_schedule()
-    model.skill_learner.set_learning_rate(learning_rate)
-
-
-def attach_collector(model: SkillAlgorithm, config: PretrainConfig) -> None:
-    """Give the model an overlapped collector when the config asks for one (sequential: SB3's own loop)."""
-    if config.collector == "overlapped":
-        model.collector = OverlappedCollector(config, model.actor, config.collector_workers)
-
-
-def resolve_device(config: PretrainConfig) -> str:
-    """The torch device of a config, refusing one that does not exist here instead of silently using the CPU."""
-    device = config.device
-    try:
-        resolved = th.device(device if device != "auto" else ("cuda" if th.cuda.is_available() else "cpu"))
-    except RuntimeError:
-        raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, got {device!r}") from None
-    if resolved.type == "cuda" and not th.cuda.is_available():
-        raise ConfigError(f"device={device!r} but this machine has no CUDA GPU; use device=cpu")
-    if resolved.type == "cuda" and (resolved.index or 0) >= th.cuda.device_count():
-        raise ConfigError(f"device={device!r} but this machine has {th.cuda.device_count()} CUDA device(s)")
-    if resolved.type not in ("cpu", "cuda"):
-        raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, got {device!r}")
-    return str(resolved)
 
 
 def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, progress_bar: bool = False,
@@ -269,8 +131,6 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
                        extra={"wall_clock_s": epochs.wall_clock(), "config": config.to_dict()})
 
     def snapshot(epoch: int) -> None:  # a small skill checkpoint, for evaluations held out from training's
-        from pretrain.export import export_model
-
         export_model(model, config, run_dir / "snapshots" / f"epoch_{epoch:06d}",
                      {"run": run_dir.name, "env_steps": int(model.num_timesteps), "epochs": epoch,
                       "policy_coverage": None, "wall_clock_h": round(epochs.wall_clock() / 3600, 3),

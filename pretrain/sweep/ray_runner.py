@@ -137,7 +137,8 @@ def run_trial(tune_config: dict[str, Any], specs: dict[str, dict[str, Any]]) -> 
     from ray import tune
 
     from pretrain.run.config import build_config
-    from pretrain.run.trainer import read_run_config, train
+    from pretrain.run.run_config import read_run_config
+    from pretrain.run.trainer import train
 
     spec = specs[tune_config["trial"]]
     run_dir = Path(spec["run_dir"])
@@ -289,7 +290,7 @@ def _fit(pending: dict[str, PlannedTrial], cpus_per_run: int, address: str | Non
     cpus = start_ray(address, cpus_per_run)
     at_once = max(1, min(len(pending), cpus // cpus_per_run))
     echo(f"running {len(pending)} trial(s), {at_once} at a time ({cpus_per_run} CPU(s) each)")
-    from pretrain.run.trainer import RESUMABLE_KEYS
+    from pretrain.run.run_config import RESUMABLE_KEYS
 
     specs = {name: {"run_dir": str(item.run_dir), "state": item.state, "config": item.config.to_dict(),
                     "resumable": {k: v for k, v in item.config.to_dict().items() if k in RESUMABLE_KEYS}}

@@ -170,7 +170,7 @@ def clear_first_saves(planned: list[PlannedTrial]) -> None:
 
 def _check_saved_config(planned: PlannedTrial, resumable_keys: frozenset[str]) -> None:
     """Refuse a trial whose run folder was trained with another value of a key a resumed run may not change."""
-    from pretrain.run.trainer import read_run_config
+    from pretrain.run.run_config import read_run_config
 
     try:
         saved = read_run_config(planned.run_dir).to_dict()
@@ -188,7 +188,7 @@ def _check_saved_config(planned: PlannedTrial, resumable_keys: frozenset[str]) -
 def plan(trials: list[Trial], run_root: Path, cpus_per_run: int) -> list[PlannedTrial]:
     """Check every trial before any starts (configs, duplicates, run folders) and find what each has to do.
     Reads only: nothing is written or moved."""
-    from pretrain.run.trainer import RESUMABLE_KEYS
+    from pretrain.run.run_config import RESUMABLE_KEYS
 
     planned, names, configs = [], {}, {}
     for trial in trials:

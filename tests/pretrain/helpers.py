@@ -7,7 +7,9 @@ import torch as th
 
 from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.run.config import load_config
-from pretrain.run.trainer import build_model, env_factory, train, training_env
+from pretrain.run.envs import env_factory, training_env
+from pretrain.run.model import build_model
+from pretrain.run.trainer import train
 
 
 def tiny_model(tmp_path: Path, **overrides):

@@ -5,7 +5,8 @@ import pytest
 
 from pretrain.cli import main
 from pretrain.run.config import ALGORITHM_KEYS, ALGORITHMS, ConfigError, PretrainConfig, build_config, load_config
-from pretrain.run.trainer import read_run_config, save_config, train
+from pretrain.run.run_config import read_run_config, save_config
+from pretrain.run.trainer import train
 
 TINY = ["net_width=16", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100", "eval_skills=4"]
 

@@ -150,7 +150,7 @@ def test_cli_stops_on_non_finite_loss_and_keeps_the_checkpoint(tmp_path):
 def test_resume_refuses_to_change_what_the_saved_model_depends_on(tmp_path, capsys):
     (tmp_path / "run_state").mkdir()
     from pretrain.run.config import load_config
-    from pretrain.run.trainer import read_run_config, save_config
+    from pretrain.run.run_config import read_run_config, save_config
 
     save_config(load_config("point_mass"), tmp_path)
     with pytest.raises(Exception, match="cannot change net_width, skill_dim when resuming"):
@@ -164,7 +164,7 @@ def test_resume_refuses_to_change_what_the_saved_model_depends_on(tmp_path, caps
 ])
 def test_resume_with_a_damaged_config_yaml_is_one_clear_error(tmp_path, text, message):
     from pretrain.run.config import ConfigError
-    from pretrain.run.trainer import read_run_config
+    from pretrain.run.run_config import read_run_config
 
     (tmp_path / "config.yaml").write_text(text)
     with pytest.raises(ConfigError, match="restore it, or start a new --run-dir") as error:

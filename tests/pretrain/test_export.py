@@ -47,7 +47,8 @@ def test_evaluate_writes_coverage_and_figures(tmp_path, capsys):
 def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path, backbone, layers):
     from pretrain.export import export_run
     from pretrain.run.config import load_config
-    from pretrain.run.trainer import algorithm_class, train
+    from pretrain.run.model import algorithm_class
+    from pretrain.run.trainer import train
 
     config = load_config("point_mass", ["epochs=3", "learning_starts=400", "net_width=32", "torch_threads=1",
                                         "eval_every=3", "save_every=3", f"backbone={backbone}", f"net_layers={layers}"])

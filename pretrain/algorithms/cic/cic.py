@@ -61,12 +61,13 @@ from torch import nn
 
 from metra_gym.networks import mlp
 from metra_gym.skill_priors import UNIFORM
+from pretrain.algorithms import REGISTRY
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.algorithms.common.learner_parts import follow_learning_rate
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
-KNN_QUERIES = ("next_state", "state")  # k-NN distances from g(s') (URLB) or from g(s) (the CSF fork), to the g(s')
+# k-NN distances from g(s') (URLB) or from g(s) (the CSF fork), to the g(s'); the registry lists the choices.
+KNN_QUERIES = REGISTRY["cic"].choices["cic_knn_query"][0]
 CONTRASTIVE_EPS = 1e-6  # the references' clamp of the denominator and its offset
 
 
@@ -156,9 +157,7 @@ class CICLearner(SkillLearner):
                dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
         # 1. The contrastive step shapes g, f and h so that transitions identify their skill.
         loss = self.contrastive_loss(obs, next_obs, z)
-        self.cic_optimizer.zero_grad()
-        loss.backward()
-        self.cic_optimizer.step()
+        self.descend(self.cic_optimizer, loss)
         # 2. The k-NN distances of this batch under the updated encoder join the running statistics that the
         #    reward is normalised with (the reference code updates them as it computes the reward).
         with th.no_grad():
@@ -171,10 +170,6 @@ class CICLearner(SkillLearner):
         use z (nor s, unless ``knn_query="state"``)."""
         normalised = self.knn_distances(obs, next_obs) / self.knn_var.to(next_obs.dtype)
         return th.log1p((normalised - self.knn_clip).clamp(min=0).mean(dim=1, keepdim=True))
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        """g, f and h follow the networks' learning rate."""
-        follow_learning_rate([self.cic_optimizer], learning_rate)
 
 
 class CIC(SkillAlgorithm, SkillSAC):

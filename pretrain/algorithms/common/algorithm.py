@@ -9,8 +9,8 @@ sweep and a user's script all build:
   one source of defaults): ``metra-pretrain train`` passes :meth:`SkillAlgorithm.config_kwargs` of its config, a
   model built in Python takes those of the default config for whatever it is not given;
 - ``env`` may be a plain Gymnasium environment or id: the skill conditioning (one skill z per episode, appended to
-  the observation; :class:`pretrain.run.env_wrappers.SkillConditioned`) is added for it, in ``__init__`` and in
-  :meth:`SkillAlgorithm.load`;
+  the observation; :class:`pretrain.algorithms.common.skill_conditioned.SkillConditioned`) is added for it, in
+  ``__init__`` and in :meth:`SkillAlgorithm.load`;
 - :meth:`SkillAlgorithm.export_skills` writes the skill policy (and phi) as the pickle-free skill checkpoint that
   :class:`metra_gym.SkillPolicy` and :class:`metra_gym.SkillEnv` load.
 """
@@ -30,9 +30,10 @@ from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
 from metra_gym.skill_priors import UNIT
-from pretrain.algorithms.common.backbones import AUTO_HALF, BACKBONES
-from pretrain.run.config import ALGORITHM_SKILL_SPACES, PretrainConfig
-from pretrain.run.env_wrappers import SkillConditioned
+from pretrain.algorithms import BACKBONES, OPTIMIZER_KWARGS, REGISTRY, skill_learner
+from pretrain.algorithms.common.backbones import AUTO_HALF, BACKBONE_CLASSES
+from pretrain.algorithms.common.skill_conditioned import SkillConditioned
+from pretrain.run.config import PretrainConfig
 
 if TYPE_CHECKING:
     from pretrain.algorithms.common.skill_learner import SkillLearner
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 RUN_KEYS = ("seed", "device")
 # Parameters of every SkillLearner.__init__ that the backbone fills in (not hyperparameters).
 _LEARNER_SHAPE_ARGS = ("self", "obs_dim", "skill_dim", "discrete_skills")
-# Fused Adam: about 12 % faster per step at width 256 on CPU.
-_OPTIMIZER_KWARGS = {"fused": True}
 
 
 def skill_conditioned(env: GymEnv | str, skill_dim: int, discrete_skills: bool, prior: str = UNIT) -> GymEnv:
@@ -96,7 +95,7 @@ class SkillAlgorithm:
     :param policy: "MlpPolicy" (the skill policy of the official METRA code), "MultiInputPolicy" for pixel
         observations, or a policy class.
     :param env: a Gymnasium environment or id (the skill conditioning is added), or a VecEnv of skill-conditioned
-        environments (:class:`pretrain.run.env_wrappers.SkillConditioned`). Actions must be continuous (Box).
+        environments (:class:`pretrain.algorithms.common.skill_conditioned.SkillConditioned`). Actions must be continuous (Box).
     :param skill_dim: D, the size of the skill z (default: the config's).
     :param discrete_skills: one-hot skills instead of unit vectors (default: the config's).
     :param skill_learner_kwargs: the skill learner's hyperparameters; each may also be given as a keyword of its
@@ -136,18 +135,16 @@ class SkillAlgorithm:
     @classmethod
     def backbone_name(cls) -> str:
         """The config's name of the backbone this class runs on ("sac", "crossq" or "tqc")."""
-        return next(name for name, backbone in BACKBONES.items() if issubclass(cls, backbone))
+        return next(name for name, backbone in BACKBONE_CLASSES.items() if issubclass(cls, backbone))
 
     @classmethod
     def default_config(cls) -> PretrainConfig:
         """The configuration whose values a model built in Python takes for what it is not given (with the
         algorithm's own skill space where it has one: CIC's 64 continuous skills)."""
-        return PretrainConfig(algo=cls.algo, backbone=cls.backbone_name(), **ALGORITHM_SKILL_SPACES.get(cls.algo, {}))
+        return PretrainConfig(algo=cls.algo, backbone=cls.backbone_name(), **REGISTRY[cls.algo].skill_space)
 
     @classmethod
     def learner_class(cls) -> type[SkillLearner]:
-        from pretrain.algorithms import skill_learner
-
         return skill_learner(cls.default_config())[0]
 
     @classmethod
@@ -163,12 +160,10 @@ class SkillAlgorithm:
 
         :param config: a configuration of this class's algorithm and backbone.
         """
-        from pretrain.algorithms import skill_learner
-
         if (config.algo, config.backbone) != (cls.algo, cls.backbone_name()):
             raise ValueError(f"{cls.__name__} is {cls.algo} on {cls.backbone_name()}, the config asks for "
                              f"{config.algo} on {config.backbone}; use pretrain.algorithms.algorithm_class")
-        optimizer_kwargs: dict[str, Any] = dict(_OPTIMIZER_KWARGS)
+        optimizer_kwargs: dict[str, Any] = dict(OPTIMIZER_KWARGS)
         if config.backbone == "crossq":  # CrossQ's Adam (its paper and sb3-contrib): beta1 = 0.5
             optimizer_kwargs["betas"] = (0.5, 0.999)
         kwargs: dict[str, Any] = {
@@ -235,7 +230,7 @@ class SkillAlgorithm:
 @functools.cache
 def _on_backbone(algo: str, name: str, module: str, backbone: str) -> type[SkillAlgorithm]:
     """One class per (algorithm, backbone), made once, e.g. ``METRACrossQ``."""
-    base = BACKBONES[backbone]
+    base = BACKBONE_CLASSES[backbone]
     suffix = base.__name__.removeprefix("Skill")
     doc = f"{name} on {suffix} ({base.__name__}); parameters: :class:`SkillAlgorithm` and {suffix}'s."
     return type(f"{name}{suffix}", (SkillAlgorithm, base), {"algo": algo, "__doc__": doc, "__module__": module})

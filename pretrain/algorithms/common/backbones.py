@@ -12,7 +12,7 @@ reward under the updated networks (the order of the official METRA code); the en
   the learner relabels as they are sampled.
 
 The environment's observation is ``[normalised observation, skill z]`` with z in the last ``skill_dim`` entries
-(see :class:`pretrain.run.env_wrappers.SkillConditioned`).
+(see :class:`pretrain.algorithms.common.skill_conditioned.SkillConditioned`).
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples
 from stable_baselines3.common.utils import polyak_update
 from torch import nn
 
+from pretrain.algorithms import BACKBONES, INITS
 from pretrain.algorithms.common.policies import SkillSACPolicy, SkillTQCPolicy
 from pretrain.algorithms.common.skill_learner import SkillLearner
 from pretrain.algorithms.common.skills import validate_skill_spec
 
-INITS = ("torch", "official")
 # target_entropy="auto_half": -|A| / 2, METRA's (and its baselines') target entropy; "auto" keeps SB3's -|A|.
 AUTO_HALF = "auto_half"
 
@@ -134,7 +134,7 @@ class SkillDiscoveryMixin:
         if not (flat or image):
             raise ValueError(f"skill discovery needs a flat Box observation [obs, z] longer than "
                              f"skill_dim={self.skill_dim} or a Dict {{'pixels', 'skill'}}, got {space}; wrap the "
-                             "environment in pretrain.run.env_wrappers.SkillConditioned")
+                             "environment in pretrain.algorithms.common.skill_conditioned.SkillConditioned")
         if self.skill_learner_class is None:
             raise ValueError("give skill_learner_class (e.g. pretrain.algorithms.metra.METRALearner)")
         if self.target_entropy == AUTO_HALF:
@@ -159,7 +159,7 @@ class SkillDiscoveryMixin:
             return
         try:
             priors = set(self.env.get_attr("skill_prior"))
-        except AttributeError:  # not pretrain.run.env_wrappers.SkillConditioned: the caller draws the skills
+        except AttributeError:  # not pretrain.algorithms.common.skill_conditioned.SkillConditioned: the caller draws the skills
             return
         expected = self.skill_learner_class.skill_prior
         if priors != {expected}:
@@ -339,4 +339,5 @@ class SkillTQC(SkillDiscoveryMixin, TQC):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": SkillTQCPolicy}
 
 
-BACKBONES: dict[str, type[SkillDiscoveryMixin]] = {"sac": SkillSAC, "crossq": SkillCrossQ, "tqc": SkillTQC}
+# The class of each backbone name of the registry (pretrain.algorithms.BACKBONES).
+BACKBONE_CLASSES: dict[str, type[SkillDiscoveryMixin]] = dict(zip(BACKBONES, (SkillSAC, SkillCrossQ, SkillTQC), strict=True))

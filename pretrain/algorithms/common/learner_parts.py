@@ -1,5 +1,4 @@
-"""Pieces the skill learners share: a Gaussian MLP and its log-likelihood, the skill prior in torch, and the rule
-that a learner's optimisers follow the networks' learning rate.
+"""Pieces the skill learners share: a Gaussian MLP and its log-likelihood, and the skill prior in torch.
 
 The networks are :func:`metra_gym.networks.mlp` (ReLU hidden layers, linear output), the builder of METRA's phi,
 so that every learner's networks look alike and a representation can be exported as a
@@ -72,10 +71,3 @@ def sample_prior_skills(n: int, skill_dim: int, discrete: bool, prior: str, devi
         return th.rand(n, skill_dim, device=device)
     z = th.randn(n, skill_dim, device=device)
     return z / z.norm(dim=1, keepdim=True).clamp(min=1e-12) if prior == UNIT else z
-
-
-def follow_learning_rate(optimizers: Sequence[th.optim.Optimizer], learning_rate: float) -> None:
-    """Set every parameter group of ``optimizers`` to the networks' (resumed) learning rate."""
-    for optimizer in optimizers:
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate

@@ -20,7 +20,8 @@ class SkillLearner(nn.Module):
     """Base class: what a backbone needs from a skill-discovery algorithm.
 
     Subclasses build their networks and optimisers in ``__init__``, name the optimisers in ``optimizer_names``
-    (so that they are saved and resumed with the model), name the prior of their continuous skills in
+    (so that they are saved and resumed with the model) and, in ``fixed_rate_optimizers``, those of them that keep
+    their own learning rate instead of following the networks' (:meth:`set_learning_rate`), name the prior of their continuous skills in
     ``skill_prior`` (the one place that says it: the training environment, the evaluation and the exported checkpoint
     read it from here) and implement :meth:`update` and :meth:`reward`.
     Returned statistics are logged under their keys as given (e.g. ``"metra/lambda"``): adding a logged quantity
@@ -33,6 +34,7 @@ class SkillLearner(nn.Module):
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ()
+    fixed_rate_optimizers: ClassVar[tuple[str, ...]] = ()
     # The prior p(z) of continuous skills, a name of metra_gym.skill_priors (discrete skills: uniform one-hots).
     skill_prior: ClassVar[str] = UNIT
 
@@ -52,6 +54,21 @@ class SkillLearner(nn.Module):
     def sample_skills(self, n: int, device: th.device | str = "cpu") -> th.Tensor:
         """``n`` skills from this algorithm's prior (torch's global generator), shape (n, skill_dim)."""
         return sample_prior_skills(n, self.skill_dim, self.discrete_skills, self.skill_prior, device)
+
+    @staticmethod
+    def descend(optimizer: th.optim.Optimizer, loss: th.Tensor) -> None:
+        """One gradient step of ``optimizer``'s parameters down ``loss``."""
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """Set a (resumed) run's networks' learning rate on every optimiser of ``optimizer_names`` except the
+        ``fixed_rate_optimizers`` (METRA's lambda keeps its own rate)."""
+        for name in self.optimizer_names:
+            if name not in self.fixed_rate_optimizers:
+                for group in getattr(self, name).param_groups:
+                    group["lr"] = learning_rate
 
     def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
                dones: th.Tensor | None = None) -> dict[str, th.Tensor]:

@@ -52,7 +52,7 @@ from torch import nn
 from metra_gym.skill_priors import GAUSSIAN
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate
+from pretrain.algorithms.common.learner_parts import GaussianMLP
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 LOG_RATIO_CLIP = 50.0  # official: exp(clip(log q_i - log q, -50, 50))
@@ -114,9 +114,7 @@ class DADSLearner(SkillLearner):
         log_q = self.log_prob(x, target, z)
         kept = th.ones_like(log_q) if dones is None else 1.0 - dones.reshape(-1).to(log_q.dtype)
         loss = -(log_q * kept).sum() / (kept.sum() + 1e-12)
-        self.dynamics_optimizer.zero_grad()
-        loss.backward()
-        self.dynamics_optimizer.step()
+        self.descend(self.dynamics_optimizer, loss)
         return {"dads/dynamics_loss": loss}
 
     @th.no_grad()
@@ -132,10 +130,6 @@ class DADSLearner(SkillLearner):
         # log(1 + sum_i exp(.)) as a logsumexp with a zero term: the same value, without overflow.
         log_denominator = th.logsumexp(th.cat([th.zeros_like(log_ratio[:1]), log_ratio]), dim=0)
         return (math.log(L + 1) - log_denominator).unsqueeze(1)
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        """The model follows the networks' learning rate."""
-        follow_learning_rate([self.dynamics_optimizer], learning_rate)
 
 
 class DADS(SkillAlgorithm, SkillSAC):

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from metra_gym.skill_priors import GAUSSIAN
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.algorithms.common.learner_parts import GaussianMLP, follow_learning_rate
+from pretrain.algorithms.common.learner_parts import GaussianMLP
 from pretrain.algorithms.common.skill_learner import SkillLearner
 
 
@@ -86,9 +86,7 @@ class DIAYNLearner(SkillLearner):
         # Maximum likelihood of the skill that produced each replayed transition.
         log_q = self.log_likelihood(next_obs, z)
         loss = -log_q.mean()
-        self.discriminator_optimizer.zero_grad()
-        loss.backward()
-        self.discriminator_optimizer.step()
+        self.descend(self.discriminator_optimizer, loss)
         stats = {"diayn/discriminator_loss": loss}
         if self.discrete_skills:  # q's probability of the true skill (1/D at chance)
             stats["diayn/true_skill_probability"] = log_q.detach().exp().mean()
@@ -98,10 +96,6 @@ class DIAYNLearner(SkillLearner):
     def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
         """r = log q(z | s') with the current discriminator, shape (batch, 1) (no - log p(z): module docstring)."""
         return self.log_likelihood(next_obs, z).unsqueeze(1)
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        """The discriminator follows the networks' learning rate."""
-        follow_learning_rate([self.discriminator_optimizer], learning_rate)
 
 
 class DIAYN(SkillAlgorithm, SkillSAC):

@@ -37,7 +37,7 @@ METRA repository's LSD command:
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+from typing import Any
 
 import torch as th
 from torch import nn
@@ -47,8 +47,7 @@ from torch.nn.utils.parametrizations import spectral_norm
 from metra_gym.networks import PhiNetwork
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.algorithms.common.learner_parts import follow_learning_rate
-from pretrain.algorithms.common.skill_learner import SkillLearner
+from pretrain.algorithms.common.phi_learner import PhiLearner
 
 
 def spectrally_normalised(phi: PhiNetwork, n_power_iterations: int = 1) -> PhiNetwork:
@@ -78,7 +77,7 @@ def without_spectral_norm(phi: PhiNetwork) -> PhiNetwork:
     return plain.to(linear[0].bias.device).eval().requires_grad_(False)
 
 
-class LSDLearner(SkillLearner):
+class LSDLearner(PhiLearner):
     """LSD's 1-Lipschitz phi (spectral normalisation on every linear layer).
 
     :param obs_dim: size of the (normalised) observation; phi never sees the skill.
@@ -89,8 +88,6 @@ class LSDLearner(SkillLearner):
     :param n_power_iterations: power-method steps for sigma(W) per training forward pass (official: 1).
     :param optimizer_kwargs: extra Adam arguments.
     """
-
-    optimizer_names: ClassVar[tuple[str, ...]] = ("phi_optimizer",)
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, phi_net_arch: list[int] | None = None,
                  phi_learning_rate: float = 1e-4, n_power_iterations: int = 1,
@@ -108,29 +105,17 @@ class LSDLearner(SkillLearner):
         export, zero-shot goals and inspection; training uses :attr:`lipschitz_phi`)."""
         return without_spectral_norm(self.lipschitz_phi)
 
-    def phi_step(self, obs: th.Tensor, next_obs: th.Tensor) -> th.Tensor:
-        """phi(s') - phi(s), with one forward pass over both batches (so one power iteration per call)."""
-        phi_s, phi_next = self.lipschitz_phi(th.cat([obs, next_obs])).chunk(2)
-        return phi_next - phi_s
+    @property
+    def trained_phi(self) -> nn.Module:
+        return self.lipschitz_phi
 
     def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
                dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
         # phi ascends E[(phi(s') - phi(s))^T z]; spectral normalisation keeps every step ||.|| <= ||s' - s||.
         delta = self.phi_step(obs, next_obs)
-        phi_loss = -(delta * self.reward_skill(z)).sum(dim=1).mean()
-        self.phi_optimizer.zero_grad()
-        phi_loss.backward()
-        self.phi_optimizer.step()
+        phi_loss = -self.directional_reward(delta, z).mean()
+        self.descend(self.phi_optimizer, phi_loss)
         return {"lsd/phi_loss": phi_loss, "lsd/phi_step_norm": delta.detach().norm(dim=1).mean()}
-
-    @th.no_grad()
-    def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
-        """r = (phi(s') - phi(s))^T z with the current phi, shape (batch, 1)."""
-        return (self.phi_step(obs, next_obs) * self.reward_skill(z)).sum(dim=1, keepdim=True)
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        """phi follows the networks' learning rate."""
-        follow_learning_rate([self.phi_optimizer], learning_rate)
 
 
 class LSD(SkillAlgorithm, SkillSAC):

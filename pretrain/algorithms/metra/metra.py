@@ -31,11 +31,11 @@ from torch import nn
 from metra_gym.networks import PhiNetwork
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
+from pretrain.algorithms.common.phi_learner import PhiLearner
 from pretrain.algorithms.common.pixel_encoder import PixelPhiNetwork
-from pretrain.algorithms.common.skill_learner import SkillLearner
 
 
-class METRALearner(SkillLearner):
+class METRALearner(PhiLearner):
     """phi and the multiplier lambda of METRA's constraint. Continuous skills are unit vectors (the default
     :attr:`skill_prior`).
 
@@ -53,6 +53,7 @@ class METRALearner(SkillLearner):
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ("phi_optimizer", "dual_optimizer")
+    fixed_rate_optimizers: ClassVar[tuple[str, ...]] = ("dual_optimizer",)  # lambda keeps its own learning rate
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, phi_net_arch: list[int] | None = None,
                  phi_encoder: dict[str, Any] | None = None,
@@ -68,10 +69,9 @@ class METRALearner(SkillLearner):
         self.phi_optimizer = th.optim.Adam(self.phi.parameters(), lr=phi_learning_rate, **self.optimizer_kwargs)
         self.dual_optimizer = th.optim.Adam([self.log_dual_lam], lr=dual_learning_rate, **self.optimizer_kwargs)
 
-    def phi_step(self, obs: th.Tensor, next_obs: th.Tensor) -> th.Tensor:
-        """phi(s') - phi(s), with one forward pass over both batches."""
-        phi_s, phi_next = self.phi(th.cat([obs, next_obs])).chunk(2)
-        return phi_next - phi_s
+    @property
+    def trained_phi(self) -> nn.Module:
+        return self.phi
 
     def constraint_penalty(self, delta: th.Tensor) -> th.Tensor:
         """``min(eps, 1 - mean_d (phi(s')-phi(s))_d^2)``, as coded officially (so ||delta||^2 <= D)."""
@@ -81,33 +81,18 @@ class METRALearner(SkillLearner):
                dones: th.Tensor | None = None) -> dict[str, th.Tensor]:
         # 1. phi ascends the Lagrangian  E[(phi(s')-phi(s))^T z + lambda * penalty].
         delta = self.phi_step(obs, next_obs)
-        phi_reward = (delta * self.reward_skill(z)).sum(dim=1)
         penalty = self.constraint_penalty(delta)
         dual_lam = self.log_dual_lam.exp()
-        phi_loss = -(phi_reward + dual_lam.detach() * penalty).mean()
-        self.phi_optimizer.zero_grad()
-        phi_loss.backward()
-        self.phi_optimizer.step()
+        phi_loss = -(self.directional_reward(delta, z) + dual_lam.detach() * penalty).mean()
+        self.descend(self.phi_optimizer, phi_loss)
 
         # 2. lambda descends E[lambda * penalty]: it grows while the constraint is violated.
         dual_loss = (self.log_dual_lam * penalty.detach()).mean()
-        self.dual_optimizer.zero_grad()
-        dual_loss.backward()
-        self.dual_optimizer.step()
+        self.descend(self.dual_optimizer, dual_loss)
 
         sq_step = delta.detach().pow(2).mean(dim=1)
         return {"metra/phi_loss": phi_loss, "metra/dual_loss": dual_loss, "metra/lambda": dual_lam,
                 "metra/sq_phi_step": sq_step.mean(), "metra/constraint_violation": (sq_step - 1.0).clamp(min=0).mean()}
-
-    @th.no_grad()
-    def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
-        """3. r = (phi(s') - phi(s))^T z with the current phi, shape (batch, 1)."""
-        return (self.phi_step(obs, next_obs) * self.reward_skill(z)).sum(dim=1, keepdim=True)
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        """phi follows the networks' learning rate; lambda keeps its own."""
-        for group in self.phi_optimizer.param_groups:
-            group["lr"] = learning_rate
 
 
 class METRA(SkillAlgorithm, SkillSAC):

@@ -10,11 +10,12 @@ import torch as th
 
 import metra_gym
 from pretrain.algorithms import algorithm_class, skill_learner
+from pretrain.algorithms.common.skill_conditioned import SkillConditioned
 from pretrain.algorithms.metra import METRA
 from pretrain.cli import main
 from pretrain.run.config import ALGORITHM_SKILL_SPACES, ALGORITHMS, PretrainConfig, load_config
-from pretrain.run.env_wrappers import SkillConditioned
-from pretrain.run.trainer import build_model, env_factory, training_env
+from pretrain.run.envs import env_factory, training_env
+from pretrain.run.model import build_model
 
 SWIMMER_KWARGS = {"exclude_current_positions_from_observation": False}
 SMALL = {"learning_starts": 50, "batch_size": 32, "gradient_steps": 2, "train_freq": (50, "step"),

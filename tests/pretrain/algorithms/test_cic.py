@@ -12,7 +12,8 @@ from torch import nn
 from pretrain.algorithms.cic import CIC, CICLearner
 from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.run.config import load_config
-from pretrain.run.trainer import env_factory, train, training_env
+from pretrain.run.envs import env_factory, training_env
+from pretrain.run.trainer import train
 from tests.pretrain.helpers import random_policy_coverage, skill_step_batch, tiny_model
 
 TINY = ["algo=cic", "net_width=32", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100",

@@ -10,7 +10,7 @@ import torch as th
 from torch import nn
 
 from pretrain.algorithms.dads import DADS, DADSLearner
-from pretrain.run.trainer import env_factory, training_env
+from pretrain.run.envs import env_factory, training_env
 from tests.pretrain.helpers import point_mass_coverage, skill_step_batch, tiny_model
 
 TINY = ["algo=dads", "net_width=32", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100",

@@ -13,7 +13,8 @@ from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.algorithms.diayn import DIAYN, DIAYNLearner
 from pretrain.evaluation.coverage import SkillRollouts
 from pretrain.run.config import load_config
-from pretrain.run.trainer import env_factory, train, training_env
+from pretrain.run.envs import env_factory, training_env
+from pretrain.run.trainer import train
 from tests.pretrain.helpers import random_policy_coverage, tiny_model
 
 TINY = ["algo=diayn", "net_width=32", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_every=100",

@@ -6,7 +6,8 @@ import torch as th
 
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.run.config import load_config
-from pretrain.run.trainer import read_run_config, train
+from pretrain.run.run_config import read_run_config
+from pretrain.run.trainer import train
 from tests.pretrain.helpers import tiny_model
 from tests.pretrain.run.test_run_state import _assert_same_training
 

@@ -6,8 +6,10 @@ import pytest
 import torch as th
 
 from pretrain.run.config import load_config
+from pretrain.run.model import algorithm_class
 from pretrain.run.replay_segments import load_replay
-from pretrain.run.trainer import algorithm_class, read_run_config, train
+from pretrain.run.run_config import read_run_config
+from pretrain.run.trainer import train
 from tests.pretrain.helpers import random_policy_coverage
 
 

@@ -111,7 +111,7 @@ def test_an_exported_lsd_run_loads_in_the_runtime_with_its_phi(tmp_path):
 
 def test_the_sb3_class_has_the_papers_defaults(tmp_path):
     _, config = tiny_model(tmp_path, algo="lsd")
-    from pretrain.run.trainer import env_factory, training_env
+    from pretrain.run.envs import env_factory, training_env
 
     model = LSD("MlpPolicy", training_env(config, env_factory(config)), phi_net_arch=[8], policy_kwargs={"net_arch": [8]})
     assert (model.learning_rate, model.learning_starts, model.gradient_steps) == (1e-4, 10_000, 50)

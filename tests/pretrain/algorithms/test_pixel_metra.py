@@ -7,7 +7,10 @@ import torch as th
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.cli import main
 from pretrain.run.config import load_config
-from pretrain.run.trainer import build_model, env_factory, read_run_config, train, training_env
+from pretrain.run.envs import env_factory, training_env
+from pretrain.run.model import build_model
+from pretrain.run.run_config import read_run_config
+from pretrain.run.trainer import train
 from tests.pretrain.helpers import random_policy_coverage
 
 TINY = ["encoder_channels=[4,8,8,8]", "net_width=16", "n_envs=2", "eval_skills=2", "torch_threads=1"]

@@ -3,7 +3,7 @@ import pytest
 
 from pretrain.algorithms.common.skills import evaluation_skills, sample_skills, validate_skill_spec
 from pretrain.run.config import ALGORITHMS, load_config
-from pretrain.run.trainer import env_factory, training_env
+from pretrain.run.envs import env_factory, training_env
 
 
 def test_continuous_skills_are_unit_vectors_spread_over_the_sphere():

@@ -16,8 +16,9 @@ import yaml
 from pretrain.cli import main
 from pretrain.run import run_state
 from pretrain.run.config import ConfigError, PretrainConfig, load_config
+from pretrain.run.run_config import read_run_config
 from pretrain.run.run_state import ResumeError, RunFolderLock, write_text_atomic
-from pretrain.run.trainer import read_run_config, train
+from pretrain.run.trainer import train
 
 TINY = ["net_width=16", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_skills=4", "gradient_steps=5",
         "save_replay_buffer=false"]

@@ -15,7 +15,8 @@ from pretrain.cli import main
 from pretrain.run import run_state
 from pretrain.run.config import load_config
 from pretrain.run.replay_segments import load_replay
-from pretrain.run.trainer import read_run_config, train
+from pretrain.run.run_config import read_run_config
+from pretrain.run.trainer import train
 from tests.pretrain.helpers import tiny_model
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -177,7 +178,8 @@ def test_sigterm_and_sigint_save_then_stop_with_one_line(tmp_path, sig, code):
 
 @pytest.mark.parametrize("backbone", ["crossq", "tqc"])
 def test_backbone_save_load_keeps_learner_and_optimisers(tmp_path, backbone):
-    from pretrain.run.trainer import algorithm_class, build_model, env_factory, training_env
+    from pretrain.run.envs import env_factory, training_env
+    from pretrain.run.model import algorithm_class, build_model
 
     config = load_config("point_mass", [*TINY, f"backbone={backbone}", "learning_starts=100"])
     model = build_model(config, training_env(config, env_factory(config)), tmp_path)
