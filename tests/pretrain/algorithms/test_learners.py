@@ -4,14 +4,25 @@ after a kill exactly as the straight run goes on (the learners' own maths is tes
 import pytest
 import torch as th
 
+from pretrain.algorithms import REGISTRY, skill_learner
 from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.run.config import load_config
+from pretrain.run.config import ALGORITHMS, PretrainConfig, load_config
 from pretrain.run.run_config import read_run_config
 from pretrain.run.trainer import train
 from tests.pretrain.helpers import tiny_model
 from tests.pretrain.run.test_run_state import _assert_same_training
 
-ALGORITHMS = ["metra", "lsd", "diayn", "dads", "cic"]
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_a_resumed_learning_rate_reaches_the_networks_optimisers_only(algo):
+    learner_class, kwargs = skill_learner(PretrainConfig(algo=algo, **REGISTRY[algo].skill_space))
+    learner = learner_class(obs_dim=3, skill_dim=4, discrete_skills=False, **kwargs)
+    before = {name: getattr(learner, name).param_groups[0]["lr"] for name in learner.optimizer_names}
+    learner.set_learning_rate(3e-4)
+    for name in learner.optimizer_names:
+        expected = before[name] if name in learner.fixed_rate_optimizers else 3e-4
+        assert all(group["lr"] == expected for group in getattr(learner, name).param_groups), name
+    assert learner.fixed_rate_optimizers == (("dual_optimizer",) if algo == "metra" else ())  # lambda keeps its rate
 
 
 @pytest.mark.parametrize("algo", ALGORITHMS)
