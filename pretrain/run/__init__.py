@@ -1,1 +1,2 @@
-"""A training run: its configuration, environments, trainer, callbacks and the run state that --resume reads."""
+"""A training run: its configuration, environments, model, trainer, callbacks and the run state that --resume
+reads."""

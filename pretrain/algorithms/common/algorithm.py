@@ -156,7 +156,7 @@ class SkillAlgorithm:
     @classmethod
     def config_kwargs(cls, config: PretrainConfig) -> dict[str, Any]:
         """The constructor keywords of a training configuration (what ``metra-pretrain train`` builds the model
-        with; the pixel settings, the replay buffer class and the log folder are the trainer's).
+        with; the pixel settings, the replay buffer class and the log folder are :mod:`pretrain.run.model`'s).
 
         :param config: a configuration of this class's algorithm and backbone.
         """
