@@ -1,15 +1,17 @@
 """Seconds per pixel METRA epoch on this machine, beside the same epoch on state observations.
 
 An epoch of the ``quadruped`` config is 8 episodes of 200 policy steps (rendered 64 x 64, 3 frames stacked) and
-200 gradient steps of the paper's networks (a CNN in the actor, in each Q head and in phi). Its collection is timed
-in full; the gradient steps are timed over ``--steps`` of them and scaled to 200 (a full CPU epoch takes tens of
-minutes). The same is measured for ``quadruped_state`` at the same gradient steps per epoch.
+200 gradient steps of the paper's networks (a CNN in the actor, in each Q head and in phi); of ``kitchen``, 8 episodes
+of 50 policy steps and 100 gradient steps. Its collection is timed in full; the gradient steps are timed over
+``--steps`` of them and scaled to the epoch's (a full CPU epoch takes minutes). The same is measured for the state
+configs (``quadruped_state``, ``kitchen_state``) at their pixel config's gradient steps per epoch.
 
 ``--critic-encoders per_q shared`` also times the pixel gradient step with SB3's critic, whose two Q heads share one
 CNN (what pixel runs had before each head got its own), on the same model sizes, alternating the variants round by
 round so that a busy machine slows both alike; ``--rounds`` sets how many. ``--set batch_size=64`` etc. shrink it.
 
     python benchmarks/pixel_epoch.py --steps 3 --out benchmarks/results/pixel_epoch/summary.json
+    python benchmarks/pixel_epoch.py --configs kitchen kitchen_state --steps 3
     python benchmarks/pixel_epoch.py --configs quadruped --critic-encoders per_q shared --steps 2 --rounds 3 \\
         --set batch_size=64 --note "critic encoders"
 """
@@ -33,7 +35,8 @@ from pretrain.run.config import load_config
 from pretrain.run.device import resolve_device
 from pretrain.run.envs import env_factory, training_env
 
-CONFIGS = ("quadruped", "quadruped_state")
+# Gradient steps per epoch: the pixel config's (the paper's), and the same for its state partner.
+GRADIENT_STEPS = {"quadruped": 200, "quadruped_state": 200, "kitchen": 100, "kitchen_state": 100}
 CRITIC_ENCODERS = {"per_q": "one CNN per Q head (as the official agent)", "shared": "one CNN for both Q heads (SB3)"}
 
 
@@ -64,7 +67,7 @@ def _synchronize(device: str) -> None:
 def collected_model(config_name: str, overrides: list[str], run_dir: Path):
     """A model of the config after one epoch of collection (no gradient step), its config, device and the
     collection's seconds."""
-    config = load_config(config_name, [*overrides, "buffer_size=20000", "gradient_steps=200"])
+    config = load_config(config_name, [*overrides, "buffer_size=20000", f"gradient_steps={GRADIENT_STEPS[config_name]}"])
     config.learning_starts = config.steps_per_epoch
     device = resolve_device(config)
     model = run_model.build_model(config, training_env(config, env_factory(config)), run_dir)
@@ -100,12 +103,15 @@ def measure(config_name: str, overrides: list[str], steps: int, variants: tuple[
         for _ in range(rounds):
             for variant, (model, config, device, _) in built.items():
                 times[variant].append(step_seconds(model, config, device, steps))
+        for model, *_ in built.values():
+            model.env.close()  # renderers freed now, not by the interpreter's teardown after EGL's
     rows = {}
     for variant, (model, config, device, collect) in built.items():
         step = float(np.median(times[variant]))
         rows[variant] = {"collect_s": round(collect, 2), "gradient_step_s": round(step, 4),
                          "gradient_step_s_rounds": [round(t, 4) for t in times[variant]],
                          "epoch_s": round(collect + config.gradient_steps * step, 1), "device": device,
+                         "torch_threads": config.torch_threads,
                          "gradient_steps_per_epoch": config.gradient_steps, "batch_size": config.batch_size,
                          "critic_encoders": CRITIC_ENCODERS[variant] if model.pixels else "-"}
     return rows
@@ -113,9 +119,9 @@ def measure(config_name: str, overrides: list[str], steps: int, variants: tuple[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=3, help="gradient steps timed (scaled to the epoch's 200)")
+    parser.add_argument("--steps", type=int, default=3, help="gradient steps timed (scaled to the epoch's)")
     parser.add_argument("--rounds", type=int, default=1, help="timings per variant (the median is reported)")
-    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
+    parser.add_argument("--configs", nargs="+", default=["quadruped", "quadruped_state"], choices=list(GRADIENT_STEPS))
     parser.add_argument("--critic-encoders", nargs="+", default=["per_q"], choices=list(CRITIC_ENCODERS))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. device=cuda")
     parser.add_argument("--note", default="")
@@ -126,9 +132,10 @@ def main() -> None:
         for variant, row in measure(name, args.set, args.steps, tuple(args.critic_encoders), args.rounds).items():
             rows[name if variant == "per_q" or row["critic_encoders"] == "-" else f"{name} ({variant})"] = row
     for name, row in rows.items():
-        print(f"{name:26s} collect {row['collect_s']:7.2f} s + 200 x {row['gradient_step_s']:.4f} s = "
+        print(f"{name:26s} collect {row['collect_s']:7.2f} s + {row['gradient_steps_per_epoch']} x "
+              f"{row['gradient_step_s']:.4f} s = "
               f"{row['epoch_s']:8.1f} s per epoch ({row['device']}, batch {row['batch_size']})", flush=True)
-    append_measurement(args.out, "pixel METRA epoch (8 x 200 policy steps + 200 gradient steps) vs state",
+    append_measurement(args.out, "pixel METRA epoch (8 episodes + the paper's gradient steps) vs state",
                        {"torch_threads": th.get_num_threads(), "note": args.note, "overrides": args.set,
                         "configs": rows})
 

@@ -14,6 +14,7 @@ from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.cli import main
 from pretrain.run import run_state
 from pretrain.run.config import load_config
+from pretrain.run.model import algorithm_class
 from pretrain.run.replay_segments import load_replay
 from pretrain.run.run_config import read_run_config
 from pretrain.run.trainer import train
@@ -83,9 +84,10 @@ def test_resume_continues_a_killed_run(tmp_path):
     _assert_same_training(run, reference)
 
 
-def _assert_same_training(a: Path, b: Path) -> None:
-    """Equal replay buffers and equal weights of every network (and lambda) in two runs' latest run states."""
-    models = [SkillSAC.load(r / "run_state" / "latest" / "model.zip", device="cpu") for r in (a, b)]
+def _assert_same_training(a: Path, b: Path, algorithm=SkillSAC) -> None:
+    """Equal replay buffers and equal weights of every network (and lambda, and CrossQ's batch-norm statistics) in two
+    runs' latest run states."""
+    models = [algorithm.load(r / "run_state" / "latest" / "model.zip", device="cpu") for r in (a, b)]
     for model, run in zip(models, (a, b)):
         model.replay_buffer = load_replay(run / "run_state" / "latest", model.device)
     (x, y) = models
@@ -97,13 +99,16 @@ def _assert_same_training(a: Path, b: Path) -> None:
             th.testing.assert_close(u, v, rtol=0, atol=0, msg=f"{name}.{key} differs")
 
 
-def test_resume_is_exact_skills_buffer_and_weights(tmp_path):
-    """Train 6 epochs at once, or 3 and then resume to 6: the same transitions and the same weights."""
-    straight = load_config("point_mass", [*TINY, "epochs=6", "save_every=3"])
+@pytest.mark.parametrize("backbone", ["sac", "crossq"])
+def test_resume_is_exact_skills_buffer_and_weights(tmp_path, backbone):
+    """Train 6 epochs at once, or 3 and then resume to 6: the same transitions and the same weights (CrossQ: its
+    batch-renorm statistics too: zeroing them after the load makes this test fail)."""
+    settings = [*TINY, f"backbone={backbone}", "save_every=3"]
+    straight = load_config("point_mass", [*settings, "epochs=6"])
     train(straight, tmp_path / "straight", verbose=0)
-    train(load_config("point_mass", [*TINY, "epochs=3", "save_every=3"]), tmp_path / "split", verbose=0)
+    train(load_config("point_mass", [*settings, "epochs=3"]), tmp_path / "split", verbose=0)
     train(read_run_config(tmp_path / "split", {"epochs": 6}), tmp_path / "split", resume=True, verbose=0)
-    _assert_same_training(tmp_path / "straight", tmp_path / "split")
+    _assert_same_training(tmp_path / "straight", tmp_path / "split", algorithm_class(straight))
 
 
 def test_a_kill_between_the_renames_of_a_save_is_recovered(tmp_path, monkeypatch):
