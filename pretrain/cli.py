@@ -270,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run (repeatable)")
     sweep.add_argument("--only", action="append", metavar="LABEL", help="with a sweep file: run only this env or "
                                                                          "method (repeatable)")
-    sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run (also its torch threads)")
+    sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run: its torch threads, less one per overlapped-collector worker")
     sweep.add_argument("--address", help="a Ray cluster to join ('auto' or HOST:PORT); default: Ray on this machine")
     sweep.set_defaults(func=_sweep)
 

@@ -48,10 +48,13 @@ class Trial:
     seed: int
 
     def config(self, cpus_per_run: int) -> PretrainConfig:
-        """The trial's config; the run's torch threads are the CPUs the sweep reserves for it."""
+        """The trial's config. The run's processes fit the CPUs the sweep reserves for it: its torch threads are
+        those CPUs, less one per worker process of an overlapped collector (which collects on its own core)."""
         try:
+            config = load_config(self.config_name, [*self.overrides, f"seed={self.seed}"])
+            workers = config.collector_workers if config.collector == "overlapped" else 0
             return load_config(self.config_name, [*self.overrides, f"seed={self.seed}",
-                                                  f"torch_threads={cpus_per_run}"])
+                                                  f"torch_threads={max(1, cpus_per_run - workers)}"])
         except ConfigError as error:
             raise ConfigError(f"trial {self.name}: {error}") from None
 

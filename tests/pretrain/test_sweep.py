@@ -332,3 +332,14 @@ def test_a_cli_run_is_continued_by_the_sweep_and_a_sweep_trial_by_the_cli(tmp_pa
     assert [r["policy_coverage"] for r in swept] == [r["policy_coverage"] for r in made]
     assert main(["train", "--no-progress", "--resume", str(trial), "--set", "epochs=3"]) == 0
     assert json.loads((trial / "eval" / "coverage.json").read_text())[-1]["epoch"] == 3
+
+
+@pytest.mark.parametrize(("settings", "cpus", "threads"), [
+    (("collector=sequential",), 2, 2),
+    (("collector=overlapped",), 2, 1),  # the learner's thread and the worker's process: the two CPUs reserved
+    (("collector=overlapped", "collector_workers=2"), 4, 2),
+    (("collector=overlapped",), 1, 1),
+])
+def test_a_trials_torch_threads_leave_the_overlapped_collectors_cores_free(settings, cpus, threads):
+    trial = Trial(name="t", config_name="ant", overrides=settings, env="ant", method="metra", seed=0)
+    assert trial.config(cpus).torch_threads == threads
