@@ -143,6 +143,9 @@ class EpochCallback(BaseCallback):
         self.logger.record("time/epoch", epoch)
         if final or epoch % self.eval_every == 0:
             self.evaluate(epoch)
+        # One TensorBoard point per epoch: SB3 writes its logs only when episodes end inside its own rollout loop,
+        # which an overlapped collector replaces (learn() gets log_interval=None, so the two never both write).
+        self.model.dump_logs()
         if self.snapshot is not None and self.snapshot_every and epoch % self.snapshot_every == 0:
             self.snapshot(epoch)
         stop = self.stop_requested()

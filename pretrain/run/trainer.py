@@ -147,7 +147,7 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
             epochs.stop_requested = stop.requested
             if remaining > 0:
                 callbacks = [epochs] if coverage_note else [TrainingCoverage(tracker), epochs]
-                model.learn(remaining, callback=CallbackList(callbacks),
+                model.learn(remaining, callback=CallbackList(callbacks), log_interval=None,
                             tb_log_name="metra", reset_num_timesteps=not resume, progress_bar=progress_bar)
     finally:
         if model.collector is not None:
