@@ -44,7 +44,10 @@ triangles (timings in ``benchmarks/results/kitchen``): pixel Kitchen is a GPU se
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,7 +136,13 @@ def import_kitchen() -> Any:
     (:mod:`metra_gym.envs.robotics_patch`) and one clear error when the package is missing."""
     configure_mujoco_gl()
     try:
-        from gymnasium_robotics.envs.franka_kitchen import kitchen_env
+        # gymnasium-robotics prints a notice about its Adroit envs' rewards to stderr at import, in every process
+        # (each collector worker): it concerns no Kitchen env, so it is dropped; anything else printed is kept.
+        printed = io.StringIO()
+        with contextlib.redirect_stderr(printed):
+            from gymnasium_robotics.envs.franka_kitchen import kitchen_env
+        sys.stderr.write("".join(line for line in printed.getvalue().splitlines(keepends=True)
+                                 if not line.startswith("AdroitHandRelocateDense-v1")))
     except ModuleNotFoundError as error:
         raise KitchenMissingError(f"metra/Kitchen-v0 runs on gymnasium-robotics' FrankaKitchen-v1 (cannot import "
                                   f"{error.name!r}); {INSTALL_HINT}") from error

@@ -50,6 +50,15 @@ def test_registration_says_the_papers_numbers():
     assert kitchen.TASKS == ("Kettle", "Microwave", "Light Switch", "Hinge Cabinet", "Slide Cabinet", "Bottom Burner")
 
 
+def test_making_the_env_prints_nothing_about_other_envs():
+    """gymnasium-robotics prints a notice on its Adroit envs at import, once per process (every collector worker)."""
+    done = subprocess.run([sys.executable, "-c", "import gymnasium as gym, metra_gym; "
+                           "gym.make('metra/Kitchen-v0', obs_type='state').reset(seed=0)"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Adroit" not in done.stderr + done.stdout
+
+
 def test_import_of_the_kitchen_module_stays_light():
     assert heavy_modules_after("metra_gym, metra_gym.envs.kitchen, metra_gym.envs.robotics_patch", "metra/Kitchen-v0", ('torch', 'mujoco', 'gymnasium_robotics')) == []
 
