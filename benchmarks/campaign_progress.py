@@ -1,5 +1,5 @@
 """Land the progress of long runs that span sessions: each run's evaluation curve and config, and the held-out
-coverage of its newest skill snapshot, in ``benchmarks/results/campaigns/`` (the run folders themselves, with their
+coverage of its newest skill snapshot (added to those of earlier landings), in ``benchmarks/results/campaigns/`` (the run folders themselves, with their
 run states, stay on the training machine; ``metra-pretrain train --resume RUN`` continues them).
 
     MUJOCO_GL=egl python benchmarks/campaign_progress.py --runs quad-state-s0=/work/runs/quad-state-s0 \\
@@ -35,11 +35,15 @@ def land(name: str, run_dir: Path, out: Path, epoch_seconds: float | None) -> di
     if epoch_seconds is not None and rows:
         summary["idle_hours_estimate"] = round(int(rows[-1]["epoch"]) * epoch_seconds / 3600, 2)
         summary["epoch_seconds_assumed"] = epoch_seconds
+    earlier = json.loads((target / "summary.json").read_text()) if (target / "summary.json").is_file() else {}
+    history = earlier.get("held_out_history") or ([earlier["held_out"]] if "held_out" in earlier else [])
     snapshots = sorted((run_dir / "snapshots").glob("epoch_*"))
     if snapshots:
         result = evaluate_checkpoint(str(snapshots[-1]), target / "held_out", seed=HELD_OUT_SEED)
         summary["held_out"] = {"snapshot": snapshots[-1].name, "seed": HELD_OUT_SEED,
                                **{k: result[k] for k in ("policy_coverage", "tasks_achieved") if k in result}}
+        history = [h for h in history if h["snapshot"] != snapshots[-1].name] + [summary["held_out"]]
+    summary["held_out_history"] = sorted(history, key=lambda h: h["snapshot"])  # every landing's, oldest first
     (target / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
