@@ -41,6 +41,8 @@ TASKS: dict[str, Task] = {
     # the whole observation, as before (on the task information alone PPO did no better: 1.1 hurdles after
     # 51,200 steps, 3 seeds, against 1.2 on everything).
     "cheetah_hurdle": Task("metra/HalfCheetahHurdle-v0", "metra/HalfCheetahHurdleSkills-v0", controller_obs="all"),
+    # The paper's QuadrupedGoal on state observations (its skills are the state Quadruped's, `quadruped_state`).
+    "quadruped_goal": Task("metra/QuadrupedGoal-v0", "metra/QuadrupedGoalSkills-v0"),
 }
 
 

@@ -35,6 +35,23 @@ def test_goal_controllers_see_the_task_information_only():
         env.close()
 
 
+def test_the_quadruped_goal_controller_sees_the_goal_relative_to_the_torso(tmp_path):
+    """On untrained state-Quadruped skills (the bundled ones are trained in a campaign): 4 continuous skills, the
+    controller's observation the goal minus the torso's x-y."""
+    from pretrain.export import export_untrained
+    from pretrain.run.config import load_config
+
+    checkpoint = export_untrained(load_config("quadruped_state", ["net_width=32"]), tmp_path / "skills")
+    env = controller_env("quadruped_goal", checkpoint=str(checkpoint))
+    obs, _ = env.reset(seed=0)
+    inner = env.unwrapped.env.unwrapped
+    assert env.action_space.shape == (4,) and obs.shape == (2,)
+    np.testing.assert_allclose(obs, inner.goal - inner.coordinates(), rtol=1e-5, atol=1e-5)
+    obs, *_ = env.step(env.action_space.sample())
+    assert obs.shape == (2,)
+    env.close()
+
+
 def test_high_level_sac_defaults_learn_within_a_small_budget():
     """30,000 low-level steps are 1,200 controller transitions: with the pretraining settings (learning after 1,000,
     one update each, alpha from 1) that was 200 updates and the Ant controller did not learn."""
