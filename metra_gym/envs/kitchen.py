@@ -139,10 +139,12 @@ def import_kitchen() -> Any:
         # gymnasium-robotics prints a notice about its Adroit envs' rewards to stderr at import, in every process
         # (each collector worker): it concerns no Kitchen env, so it is dropped; anything else printed is kept.
         printed = io.StringIO()
-        with contextlib.redirect_stderr(printed):
-            from gymnasium_robotics.envs.franka_kitchen import kitchen_env
-        sys.stderr.write("".join(line for line in printed.getvalue().splitlines(keepends=True)
-                                 if not line.startswith("AdroitHandRelocateDense-v1")))
+        try:
+            with contextlib.redirect_stderr(printed):
+                from gymnasium_robotics.envs.franka_kitchen import kitchen_env
+        finally:  # also when the import fails: what it printed may say why
+            sys.stderr.write("".join(line for line in printed.getvalue().splitlines(keepends=True)
+                                     if not line.startswith("AdroitHandRelocateDense-v1")))
     except ModuleNotFoundError as error:
         raise KitchenMissingError(f"metra/Kitchen-v0 runs on gymnasium-robotics' FrankaKitchen-v1 (cannot import "
                                   f"{error.name!r}); {INSTALL_HINT}") from error

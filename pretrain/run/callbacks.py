@@ -126,6 +126,7 @@ class EpochCallback(BaseCallback):
     def _on_training_start(self) -> None:
         if self.last_epoch == 0 and not self.history:
             self.evaluate(0)  # the untrained policy: the first point of every coverage curve
+            self.model.dump_logs()  # at step 0 in TensorBoard, not under the first epoch's step
 
     def _on_rollout_start(self) -> None:
         self._at_epoch_end()

@@ -97,7 +97,7 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
     :param seeds: the seeds to train (without ``sweep_file``; default 0 and 1).
     :param grid: config keys and the values to try, every combination a trial (without ``sweep_file``).
     :param overrides: ``key=value`` settings of every trial.
-    :param cpus_per_run: CPUs Ray reserves per trial (also the trial's torch threads).
+    :param cpus_per_run: CPUs Ray reserves per trial: its torch threads, less one per overlapped-collector worker.
     :param address: a Ray cluster to join (``"auto"`` or ``HOST:PORT``); None starts Ray on this machine.
     :param sweep_file: a sweep file (its seeds, envs, budgets and methods).
     :param only: with ``sweep_file``: the env and method labels to run.

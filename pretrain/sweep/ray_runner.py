@@ -95,7 +95,7 @@ def preflight(cpus_per_run: int, address: str | None) -> None:
     """What can be checked before Ray starts: a whole number of CPUs per run that this machine has, or a cluster
     address that answers."""
     if isinstance(cpus_per_run, bool) or not isinstance(cpus_per_run, int) or cpus_per_run < 1:
-        raise ConfigError(f"--cpus-per-run (CPUs and torch threads of each run) must be an integer >= 1, "
+        raise ConfigError(f"--cpus-per-run (the CPUs of each run) must be an integer >= 1, "
                           f"got {cpus_per_run!r}")
     if address is None:
         cpus = available_cpus()

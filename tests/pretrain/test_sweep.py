@@ -60,7 +60,7 @@ def closed_port() -> int:
     (["--set", "torch_threads=2"], "--cpus-per-run sets it"),
     (["--grid", "algo=metra,lsd", "--set", "dual_slack=0.001"], "dual_slack, an option of algo metra"),
     (["--grid", "gradient_step=10"], "unknown config key 'gradient_step'"),
-    (["--cpus-per-run", "0"], "--cpus-per-run (CPUs and torch threads of each run) must be an integer >= 1, got 0"),
+    (["--cpus-per-run", "0"], "--cpus-per-run (the CPUs of each run) must be an integer >= 1, got 0"),
 ])
 def test_bad_sweeps_fail_in_one_line_before_anything_starts(tmp_path, capsys, args, message):
     code = main(cli(tmp_path, *args))
