@@ -16,7 +16,7 @@ from metra_gym import registration
 from metra_gym.envs import dmc
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.wrappers import ChannelStackObservation
-from tests.metra_gym.helpers import heavy_modules_after
+from tests.metra_gym.helpers import heavy_modules_after, random_skill_policy
 
 pytest.importorskip("dm_control")
 pytest.importorskip("shimmy")
@@ -250,19 +250,7 @@ def test_goal_pays_10_and_ends_within_3_m(env_id, goal_range, dim):
 
 
 def _random_policy(obs_dim, action_dim, env_id):
-    import torch
-
-    from metra_gym.networks import PhiNetwork, SkillActor
-    from metra_gym.skill_policy import SkillPolicy
-
-    torch.manual_seed(0)
-    weights = {f"actor.{k}": v for k, v in SkillActor(obs_dim, 2, action_dim, [32]).state_dict().items()}
-    weights.update({f"phi.{k}": v for k, v in PhiNetwork(obs_dim, 2, [32]).state_dict().items()})
-    config = {"obs_dim": obs_dim, "action_dim": action_dim, "skill_dim": 2, "discrete_skills": False,
-              "action_low": [-1.0] * action_dim, "action_high": [1.0] * action_dim, "actor_hidden": [32],
-              "phi_hidden": [32], "normalizer": {"mean": [0.0] * obs_dim, "std": [1.0] * obs_dim},
-              "env_id": env_id, "env_kwargs": {"obs_type": "state"}}
-    return SkillPolicy(config, weights, source="test")
+    return random_skill_policy(obs_dim, action_dim, 2, False, env_id, {"obs_type": "state"})
 
 
 def test_skill_ids_without_a_bundled_checkpoint_say_so():

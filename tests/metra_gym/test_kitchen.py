@@ -21,7 +21,7 @@ from metra_gym.wrappers import ChannelStackObservation
 pytest.importorskip("gymnasium_robotics")
 
 from metra_gym.envs import kitchen, robotics_patch  # noqa: E402
-from tests.metra_gym.helpers import heavy_modules_after
+from tests.metra_gym.helpers import heavy_modules_after, random_skill_policy
 
 STATE_DIM, EE_ACTIONS = 62, 7
 
@@ -276,19 +276,8 @@ def test_a_package_without_the_patched_name_is_one_clear_error(monkeypatch):
 # --- the skill-level id ----------------------------------------------------------------------------------------
 
 def _random_policy(obs_type="state", obs_dim=STATE_DIM):
-    import torch
-
-    from metra_gym.networks import PhiNetwork, SkillActor
-    from metra_gym.skill_policy import SkillPolicy
-
-    torch.manual_seed(0)
-    weights = {f"actor.{k}": v for k, v in SkillActor(obs_dim, 24, EE_ACTIONS, [32]).state_dict().items()}
-    weights.update({f"phi.{k}": v for k, v in PhiNetwork(obs_dim, 24, [32]).state_dict().items()})
-    config = {"obs_dim": obs_dim, "action_dim": EE_ACTIONS, "skill_dim": 24, "discrete_skills": True,
-              "action_low": [-1.0] * EE_ACTIONS, "action_high": [1.0] * EE_ACTIONS, "actor_hidden": [32],
-              "phi_hidden": [32], "normalizer": {"mean": [0.0] * obs_dim, "std": [1.0] * obs_dim},
-              "env_id": "metra/Kitchen-v0", "env_kwargs": {"obs_type": obs_type}}
-    return SkillPolicy(config, weights, source=f"{obs_type} test")
+    return random_skill_policy(obs_dim, EE_ACTIONS, 24, True, "metra/Kitchen-v0", {"obs_type": obs_type},
+                               source=f"{obs_type} test")
 
 
 def test_skill_id_runs_24_discrete_skills_of_25_steps():
