@@ -4,9 +4,10 @@
 #   - the OpenGL loaders (Debian's libegl1, libglvnd0, libopengl0, libgl1, libglx0, libgles2) into
 #     benchmarks/gpu_wheels/gl/, which `gpu_check.sh --unpack-gl` unpacks into / so that MUJOCO_GL=egl renders
 #     on the NVIDIA driver.
-# The device tool carries at most 64 MiB (the working tree included), so two wheels are slimmed: dm_control without
-# its locomotion assets and the dog model's meshes (83 + 20 MB unpacked; the Quadruped and the Humanoid need neither)
-# and mujoco without its `experimental` GUI (studio, imgui: 41 MB unpacked). Their RECORD files are rewritten to match.
+# The device tool carries at most 64 MiB (the working tree included), so three wheels are slimmed: dm_control without
+# its locomotion assets and the dog model's meshes (83 + 20 MB unpacked; the Quadruped and the Humanoid need neither),
+# mujoco without its `experimental` GUI (studio, imgui: 41 MB unpacked) and gymnasium-robotics without the Adroit
+# hand's and the Fetch/Shadow hand's meshes (the Kitchen needs neither). Their RECORD files are rewritten to match.
 #
 #   bash benchmarks/gpu_wheels.sh            # then: du -sh benchmarks/gpu_wheels
 set -euo pipefail
@@ -25,7 +26,9 @@ import sys, zipfile
 from pathlib import Path
 
 DROP = {"dm_control-": ("dm_control/locomotion/", "dm_control/suite/dog_assets/"),
-        "mujoco-": ("mujoco/experimental/",)}
+        "mujoco-": ("mujoco/experimental/",),
+        "gymnasium_robotics-": ("gymnasium_robotics/envs/assets/adroit_hand/resources/",
+                                "gymnasium_robotics/envs/assets/stls/")}
 for wheel in sorted(Path(sys.argv[1]).glob("*.whl")):
     prefixes = next((p for start, p in DROP.items() if wheel.name.startswith(start)), None)
     if prefixes is None:

@@ -9,6 +9,7 @@ configs (``quadruped_state``, ``kitchen_state``) at their pixel config's gradien
 ``--critic-encoders per_q shared`` also times the pixel gradient step with SB3's critic, whose two Q heads share one
 CNN (what pixel runs had before each head got its own), on the same model sizes, alternating the variants round by
 round so that a busy machine slows both alike; ``--rounds`` sets how many. ``--set batch_size=64`` etc. shrink it.
+``--profile DIR`` writes PyTorch's operator table of 10 gradient steps per config (where a GPU step's time goes).
 
     python benchmarks/pixel_epoch.py --steps 3 --out benchmarks/results/pixel_epoch/summary.json
     python benchmarks/pixel_epoch.py --configs kitchen kitchen_state --steps 3
@@ -88,10 +89,37 @@ def step_seconds(model, config, device: str, steps: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
+def sample_seconds(model, config, device: str, steps: int) -> float:
+    """Seconds per minibatch drawn from the replay buffer and moved to the device: the part of a gradient step that
+    is not the networks'."""
+    model.replay_buffer.sample(config.batch_size)
+    _synchronize(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        model.replay_buffer.sample(config.batch_size)
+    _synchronize(device)
+    return (time.perf_counter() - start) / steps
+
+
+def write_profile(model, config, steps: int, path: Path) -> None:
+    """PyTorch's profiler over ``steps`` gradient steps: the operators by their total time, to ``path``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if th.cuda.is_available() else [])
+    with profile(activities=activities) as profiler:
+        model.train(gradient_steps=steps, batch_size=config.batch_size)
+        _synchronize(str(model.device))
+    sort = "cuda_time_total" if th.cuda.is_available() else "cpu_time_total"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{config.env_id} {config.env_kwargs}, {steps} gradient steps, batch {config.batch_size}\n"
+                    + profiler.key_averages().table(sort_by=sort, row_limit=40, max_name_column_width=60))
+
+
 def measure(config_name: str, overrides: list[str], steps: int, variants: tuple[str, ...] = ("per_q",),
-            rounds: int = 1) -> dict[str, Any]:
-    """Collection seconds, seconds per gradient step (median over rounds) and the epoch they make, per critic
-    variant (state configs: one row; the variants only differ with pixels)."""
+            rounds: int = 1, profile_to: Path | None = None) -> dict[str, Any]:
+    """Collection seconds, seconds per gradient step (median over rounds) and per minibatch sampled, and the epoch
+    they make, per critic variant (state configs: one row; the variants only differ with pixels). ``profile_to``:
+    also write PyTorch's profile of 10 gradient steps of the first variant there."""
     with tempfile.TemporaryDirectory() as tmp:
         built = {}
         for variant in variants:
@@ -103,6 +131,11 @@ def measure(config_name: str, overrides: list[str], steps: int, variants: tuple[
         for _ in range(rounds):
             for variant, (model, config, device, _) in built.items():
                 times[variant].append(step_seconds(model, config, device, steps))
+        samples = {variant: sample_seconds(model, config, device, steps)
+                   for variant, (model, config, device, _) in built.items()}
+        if profile_to is not None:
+            model, config, *_ = next(iter(built.values()))
+            write_profile(model, config, 10, profile_to)
         for model, *_ in built.values():
             model.env.close()  # renderers freed now, not by the interpreter's teardown after EGL's
     rows = {}
@@ -110,6 +143,7 @@ def measure(config_name: str, overrides: list[str], steps: int, variants: tuple[
         step = float(np.median(times[variant]))
         rows[variant] = {"collect_s": round(collect, 2), "gradient_step_s": round(step, 4),
                          "gradient_step_s_rounds": [round(t, 4) for t in times[variant]],
+                         "sample_s": round(samples[variant], 4),
                          "epoch_s": round(collect + config.gradient_steps * step, 1), "device": device,
                          "torch_threads": config.torch_threads,
                          "gradient_steps_per_epoch": config.gradient_steps, "batch_size": config.batch_size,
@@ -124,16 +158,20 @@ def main() -> None:
     parser.add_argument("--configs", nargs="+", default=["quadruped", "quadruped_state"], choices=list(GRADIENT_STEPS))
     parser.add_argument("--critic-encoders", nargs="+", default=["per_q"], choices=list(CRITIC_ENCODERS))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. device=cuda")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="write PyTorch's profile of 10 gradient steps of each config to DIR/<config>.txt")
     parser.add_argument("--note", default="")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/pixel_epoch/summary.json"))
     args = parser.parse_args()
     rows = {}
     for name in args.configs:
-        for variant, row in measure(name, args.set, args.steps, tuple(args.critic_encoders), args.rounds).items():
+        profile_to = args.profile / f"{name}.txt" if args.profile else None
+        for variant, row in measure(name, args.set, args.steps, tuple(args.critic_encoders), args.rounds,
+                                    profile_to).items():
             rows[name if variant == "per_q" or row["critic_encoders"] == "-" else f"{name} ({variant})"] = row
     for name, row in rows.items():
         print(f"{name:26s} collect {row['collect_s']:7.2f} s + {row['gradient_steps_per_epoch']} x "
-              f"{row['gradient_step_s']:.4f} s = "
+              f"{row['gradient_step_s']:.4f} s (of which sampling {row['sample_s']:.4f} s) = "
               f"{row['epoch_s']:8.1f} s per epoch ({row['device']}, batch {row['batch_size']})", flush=True)
     append_measurement(args.out, "pixel METRA epoch (8 episodes + the paper's gradient steps) vs state",
                        {"torch_threads": th.get_num_threads(), "note": args.note, "overrides": args.set,
