@@ -71,14 +71,24 @@ print("rendered", obs.shape)
 
 
 class Log:
-    """Print and keep every line in ``out/log.txt``."""
+    """Print and keep every line in ``out/log.txt``, with the machine's folders named by role (``scrub``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.start = time.time()
+        self.folders: dict[str, str] = {}
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the scratch folder, the site of the carried wheels, the project and the Python named by role
+        (stored results name no machine's absolute folders)."""
+        folders = {**self.folders, os.environ.get("GPU_CHECK_SITE", "/tmp/metra_gpu_site"): "<site>",
+                   str(ROOT): ".", sys.prefix: "<python>"}
+        for folder, name in sorted(folders.items(), key=lambda item: -len(item[0])):
+            text = text.replace(folder, name)
+        return text
 
     def __call__(self, message: str) -> None:
-        line = f"[{time.time() - self.start:6.1f} s] {message}"
+        line = self.scrub(f"[{time.time() - self.start:6.1f} s] {message}")
         print(line, flush=True)
         with self.path.open("a") as file:
             file.write(line + "\n")
@@ -141,7 +151,7 @@ def epochs(device: str, tiny: bool, pixels: bool, log: Log) -> dict[str, Any]:
             try:
                 rows[name] = measure(name, [f"device={device}", *(overrides if tiny else [])], steps)["per_q"]
             except Exception:  # one config failing leaves the others (and the training) to run
-                rows[name] = "failed: " + traceback.format_exc(limit=3)
+                rows[name] = "failed: " + log.scrub(traceback.format_exc(limit=3))
         row = rows[name]
         log(f"{name}: {row}" if isinstance(row, str) else
             f"{name}: collection {row['collect_s']} s + {row['gradient_steps_per_epoch']} x {row['gradient_step_s']} s "
@@ -245,6 +255,7 @@ def main() -> int:
     entry: dict[str, Any] = {"machine": machine(), "device": device, "tiny": args.tiny}
     log(f"machine: {entry['machine']}; device {device}; {deadline - time.time():.0f} s to the deadline")
     work = Path(tempfile.mkdtemp(prefix="gpu_check-"))
+    log.folders[str(work)] = "<scratch>"
     try:
         gl = choose_gl(32 if args.tiny else 64, log)
         entry["mujoco_gl"] = gl or "none renders: pixel steps skipped"
@@ -259,14 +270,14 @@ def main() -> int:
             entry["held_out"] = held_out(work / "run" / "quadruped", work, args.out, args.tiny, log)
         status = 0
     except Exception:  # record how far it got; the summary is still written
-        entry["error"] = traceback.format_exc(limit=5)
+        entry["error"] = log.scrub(traceback.format_exc(limit=5))
         log(entry["error"])
         status = 1
     finally:
         entry["total_s"] = round(time.time() - log.start, 1)
         train_log = work / "run" / "train.log"
         if train_log.is_file():
-            shutil.copy(train_log, args.out / "train_log.txt")
+            (args.out / "train_log.txt").write_text(log.scrub(train_log.read_text()))
         shutil.rmtree(work, ignore_errors=True)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from measurements import append_measurement
