@@ -484,7 +484,7 @@ def skill_env_cases(scratch: Path, fixtures: Path) -> list[Row]:
         ("metra/AntSkills-v0", {"policy_obs_dim": 20}, "error"),
         ("metra/AntSkills-v0", {"env_kwargs": {"bogus": 1}}, "error"),
         ("metra/AntSkills-v0", {"render_mode": "banana"}, "error"),
-        ("metra/QuadrupedSkills-v0", {}, "error"),
+        ("metra/HumanoidSkills-v0", {}, "error"),  # no bundled humanoid_state: its default is missing
     ]
     for env_id, kwargs, expected in makes:
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
