@@ -53,6 +53,10 @@ class PretrainConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     normalizer: str = "ant"                # none, fitted, or a preset (ant, half_cheetah)
     normalizer_stats: dict[str, list[float]] | None = None  # normalizer: fitted: {mean, std}, written at the start
+    # normalizer: fitted: the smallest std a dimension is divided by. null: dimensions that random actions leave
+    # (almost) constant are left unscaled. A number (Kitchen's object joints, which random actions move by 1e-4,
+    # take 0.01): each std is raised to it, so such a dimension is amplified at most 1/normalizer_min_std times.
+    normalizer_min_std: float | None = None
     # The agent's position for the coverage metrics: observation indices ([0, 1]) or info keys ([x_position,
     # y_position]); null: info["coordinates"] when the environment gives it, else no coverage metrics.
     coordinates: list[int] | list[str] | None = None
@@ -187,6 +191,13 @@ class PretrainConfig:
         if coordinates is not None and not (coordinates and (indices or keys)):
             raise ConfigError("coordinates must be a list of observation indices (e.g. [0, 1]) or of info keys (e.g. "
                               f"[x_position, y_position]), or null (info['coordinates']); got {coordinates!r}")
+        if self.normalizer_min_std is not None:
+            if not (math.isfinite(self.normalizer_min_std) and self.normalizer_min_std > 0):
+                raise ConfigError(f"normalizer_min_std must be a finite number in (0, inf) or null, got "
+                                  f"{self.normalizer_min_std}")
+            if self.normalizer != FITTED:
+                raise ConfigError(f"normalizer_min_std is read only with normalizer: {FITTED} (normalizer is "
+                                  f"{self.normalizer!r}); remove it, or set normalizer: {FITTED}")
         stats = self.normalizer_stats
         if stats is None:
             return

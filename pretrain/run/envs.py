@@ -93,7 +93,8 @@ def with_fitted_normalizer(config: PretrainConfig) -> PretrainConfig:
     if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
         raise ConfigError(f"normalizer: {FITTED} is for flat observations; {config.env_id!r} gives {space} (use "
                           "normalizer: none)")
-    stats = fit_normalizer(raw_env_factory(config), FIT_EPISODES, config.episode_steps, config.seed)
+    stats = fit_normalizer(raw_env_factory(config), FIT_EPISODES, config.episode_steps, config.seed,
+                           config.normalizer_min_std)
     return dataclasses.replace(config, normalizer_stats=stats)
 
 
@@ -117,11 +118,14 @@ def config_normalizer(config: PretrainConfig, obs_dim: int) -> ObservationNormal
         raise ConfigError(f"{error} ({config.env_id}); use normalizer: fitted or none") from None
 
 
-def fit_normalizer(make_raw: Callable[[], gym.Env], episodes: int, steps: int, seed: int) -> dict[str, list[float]]:
+def fit_normalizer(make_raw: Callable[[], gym.Env], episodes: int, steps: int, seed: int,
+                   min_std: float | None = None) -> dict[str, list[float]]:
     """Mean and std of the observations of ``episodes`` episodes of uniformly random actions (at most ``steps``
     steps each; resets seeded ``seed + i``), as the ``normalizer_stats`` of a config.
 
     :param make_raw: builds the environment without normalisation.
+    :param min_std: each std raised to this (a config's ``normalizer_min_std``); None: a std below
+        ``MIN_FITTED_STD`` becomes 1 (the dimension is left unscaled).
     """
     env = make_raw()
     env.action_space.seed(seed)
@@ -139,7 +143,10 @@ def fit_normalizer(make_raw: Callable[[], gym.Env], episodes: int, steps: int, s
         env.close()
     stacked = np.asarray(observations, dtype=np.float64)
     std = stacked.std(axis=0)
-    std[std < MIN_FITTED_STD] = 1.0
+    if min_std is None:
+        std[std < MIN_FITTED_STD] = 1.0
+    else:
+        std = np.maximum(std, min_std)
     return {"mean": stacked.mean(axis=0).tolist(), "std": std.tolist()}
 
 

@@ -59,6 +59,11 @@ def _run(args, capsys):
      "normalizer_stats were fitted on 3-d observations, but metra/PointMass-v0 with these env_kwargs gives 2-d"),
     (["--set", "normalizer_stats={mean: [0, 0], std: [1, 1]}"], "normalizer_stats are read only with normalizer: fitted"),
     (["--set", "normalizer=antt"], "normalizer must be one of none, fitted, ant, half_cheetah, got 'antt'"),
+    (["--set", "normalizer=fitted", "--set", "normalizer_min_std=0"],
+     "normalizer_min_std must be a finite number in (0, inf) or null, got 0.0"),
+    (["--set", "normalizer=fitted", "--set", "normalizer_min_std=nan"], "normalizer_min_std must be a finite number"),
+    (["--set", "normalizer_min_std=0.01"], "normalizer_min_std is read only with normalizer: fitted (normalizer is 'none')"),
+    (["--set", "normalizer=fitted", "--set", "normalizer_min_std=small"], "'normalizer_min_std' must be a number"),
     (["--set", "learning_rate=true"], "config key 'learning_rate' must be a number, got True"),
     (["--set", "backbone=crossq", "--set", "tau=0.01"], "tau (0.01) is the rate of the target networks' updates, and "
                                                          "backbone crossq has no target networks; remove tau"),

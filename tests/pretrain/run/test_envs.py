@@ -80,6 +80,31 @@ def test_a_fitted_normaliser_is_fitted_once_stored_with_the_run_and_the_checkpoi
     np.testing.assert_allclose(normalizer["std"], stats["std"], rtol=1e-6)
 
 
+class _BarelyMoving(gym.Env):
+    """Observation: a random walk (std about 1), a dimension random actions move by about 1e-4 (an object the arm
+    rarely touches) and a constant."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float64)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.state = np.array([0.0, 0.5, 2.0])
+        return self.state.copy(), {}
+
+    def step(self, action):
+        self.state = self.state + [float(action[0]), 1e-4 * self.np_random.standard_normal(), 0.0]
+        return self.state.copy(), 0.0, False, False, {}
+
+
+def test_normalizer_min_std_raises_each_std_and_null_leaves_constant_dimensions_unscaled():
+    free = fit_normalizer(_BarelyMoving, 5, 20, seed=0)["std"]
+    floored = fit_normalizer(_BarelyMoving, 5, 20, seed=0, min_std=0.01)["std"]
+    assert free[0] == floored[0] > 0.5                   # a moving dimension keeps its std
+    assert 1e-5 < free[1] < 1e-3 and floored[1] == 0.01  # barely moving: amplified 100x at most, not 10,000x
+    assert free[2] == 1.0 and floored[2] == 0.01         # constant: unscaled by default, floored with min_std
+
+
 def test_without_coordinates_training_runs_and_the_coverage_columns_say_why(tmp_path):
     train(build_config({**TINY, "env_id": "Pendulum-v1", "normalizer": "none"}), tmp_path / "run", verbose=0)
     rows = json.loads((tmp_path / "run" / "eval" / "coverage.json").read_text())
