@@ -203,19 +203,23 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
                                   f"{_suggest(str(env), list(envs))}")
 
     trials, epoch_seconds = [], {}
+    config_names, env_budgets = {}, {}
     for env, config in envs.items():
-        config_name = _config_name(path, config, env)
-        env_budgets = _per_method(path, budgets, "epochs", env, list(methods), int, required=True)
+        config_names[env] = _config_name(path, config, env)
+        env_budgets[env] = _per_method(path, budgets, "epochs", env, list(methods), int, required=True)
         for method, value in _per_method(path, seconds, "epoch_seconds", env, list(methods), float,
                                          required=False).items():
             epoch_seconds[(env, method)] = float(value)
-        for method in methods:
-            if only and env not in only and method not in only:
-                continue
-            for seed in seeds:
-                trials.append(Trial(folder_name(f"{env}-{method}-seed={seed}"), config_name,
-                                    (*common, *settings[method], f"epochs={env_budgets[method]}", *(overrides or [])),
-                                    env, method, seed))
+    # Seeds outermost: trials run in this order, so a sweep stopped part-way has compared every method on the
+    # first seed before it starts the second.
+    for seed in seeds:
+        for env in envs:
+            for method in methods:
+                if only and env not in only and method not in only:
+                    continue
+                trials.append(Trial(folder_name(f"{env}-{method}-seed={seed}"), config_names[env],
+                                    (*common, *settings[method], f"epochs={env_budgets[env][method]}",
+                                     *(overrides or [])), env, method, seed))
     if not trials:
         raise _fail(path, f"--only {' '.join(only or [])} selects no trial")
     return SweepFile(path, trials, epoch_seconds)

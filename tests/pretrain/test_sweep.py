@@ -138,6 +138,8 @@ def test_the_comparison_file_gives_every_method_its_algo_and_budget():
     budgets = yaml.safe_load((ROOT / "benchmarks" / "comparison.yaml").read_text())["epochs"]
     assert all(configs[f"{env}-{method}-seed={seed}"].epochs == epochs for env, table in budgets.items()
                for method, epochs in table.items() for seed in (0, 1))
+    # Seeds outermost: a sweep stopped part-way has every method of every env on seed 0 before any on seed 1.
+    assert [trial.seed for trial in read.trials] == [0] * 10 + [1] * 10
     ant, cheetah = configs["ant-metra-seed=0"], configs["half_cheetah-metra-seed=0"]
     assert ant.seed == 0 and configs["ant-metra-seed=1"].seed == 1
     assert cheetah.discrete_skills and cheetah.epochs < ant.epochs
