@@ -16,9 +16,9 @@ Steps, each written to ``--out`` as it ends (``summary.json`` grows by one entry
    same device (``benchmarks/pixel_epoch.py``'s measurement); then the same for ``kitchen`` and ``kitchen_state``
    (8 x 50 steps, 100 gradient steps) where gymnasium-robotics is installed.
 3. ``metra-pretrain train --config quadruped`` in a subprocess until the training deadline, then SIGTERM (the run
-   saves after its current epoch and stops); training-time evaluations use 8 skills to stay cheap. ``--train-set
-   KEY=VALUE`` overrides the training run's config only. Collection is sequential: the overlapped collector does not
-   take pixel observations yet, so the GPU waits while the 8 environments render.
+   saves after its current epoch and stops); training-time evaluations use 8 skills to stay cheap. Collection is
+   sequential: the overlapped collector does not take pixel observations yet, so the GPU waits while the 8
+   environments render.
 4. The run exported to a skill checkpoint (the cheap renderer recorded in it), held-out policy coverage of 48 skills
    with seed 1000 (``metra-pretrain evaluate``'s), and the coverage of uniformly random actions from the same reset
    seeds, in the same episodes of 200 policy steps.
@@ -81,8 +81,9 @@ class Log:
     def scrub(self, text: str) -> str:
         """``text`` with the scratch folder, the site of the carried wheels, the project and the Python named by role
         (stored results name no machine's absolute folders)."""
-        folders = {**self.folders, os.environ.get("GPU_CHECK_SITE", "/tmp/metra_gpu_site"): "<site>",
-                   str(ROOT): ".", sys.prefix: "<python>"}
+        folders = {**self.folders, str(ROOT): ".", sys.prefix: "<python>"}
+        if os.environ.get("GPU_CHECK_SITE"):  # set by gpu_check.sh
+            folders[os.environ["GPU_CHECK_SITE"]] = "<site>"
         for folder, name in sorted(folders.items(), key=lambda item: -len(item[0])):
             text = text.replace(folder, name)
         return text
@@ -159,14 +160,13 @@ def epochs(device: str, tiny: bool, pixels: bool, log: Log) -> dict[str, Any]:
     return rows
 
 
-def train_until(run_dir: Path, device: str, tiny: bool, deadline: float, log: Log,
-                extra: list[str] = ()) -> dict[str, Any]:
+def train_until(run_dir: Path, device: str, tiny: bool, deadline: float, log: Log) -> dict[str, Any]:
     """Step 3: train pixel Quadruped in a subprocess until ``STOP_S + EVALUATE_S`` before ``deadline``, then SIGTERM
     (it saves after its current epoch); a second SIGTERM (stop at once) if that epoch outlasts ``STOP_S``. The run
     saves every few epochs, so a run state is there either way."""
     stop_at, must_end_at = deadline - STOP_S[tiny] - EVALUATE_S[tiny], deadline - EVALUATE_S[tiny]
     overrides = [f"device={device}", "epochs=1000000", "eval_every=1000000", f"eval_skills={2 if tiny else 8}",
-                 f"save_every={1 if tiny else 10}", "save_replay_buffer=false", *(TINY if tiny else []), *extra]
+                 f"save_every={1 if tiny else 10}", "save_replay_buffer=false", *(TINY if tiny else [])]
     command = [sys.executable, "-m", "pretrain", "train", "--no-progress", "--config", "quadruped", "--run-dir",
                str(run_dir)]
     for item in overrides:
@@ -242,8 +242,6 @@ def main() -> int:
     parser.add_argument("--deadline-s", type=float, default=500.0, help="seconds from now (without --deadline)")
     parser.add_argument("--tiny", action="store_true", help="the logic at a tiny scale, on any machine")
     parser.add_argument("--device", default=None, help="default: cuda if available, else cpu")
-    parser.add_argument("--train-set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config override of the training run (step 3) only, e.g. eval_skills=16")
     args = parser.parse_args()
     deadline = args.deadline or time.time() + args.deadline_s
     args.out.mkdir(parents=True, exist_ok=True)
@@ -262,9 +260,7 @@ def main() -> int:
         entry["epoch"] = epochs(device, args.tiny, gl is not None, log)
         if gl is not None:
             (work / "run").mkdir()
-            entry["training"] = train_until(work / "run" / "quadruped", device, args.tiny, deadline, log,
-                                            args.train_set)
-            entry["training"]["overrides"] = args.train_set
+            entry["training"] = train_until(work / "run" / "quadruped", device, args.tiny, deadline, log)
             (args.out / "training_coverage.csv").write_bytes(
                 (work / "run" / "quadruped" / "eval" / "coverage.csv").read_bytes())
             entry["held_out"] = held_out(work / "run" / "quadruped", work, args.out, args.tiny, log)

@@ -66,7 +66,7 @@ if [ ${#MISSING[@]} -gt 0 ]; then
       || { echo "no $WHEELS folder and the package index failed: run benchmarks/gpu_wheels.sh where there is network"; exit 2; }
   fi
 fi
-export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 GPU_CHECK_SITE="$SITE"
 
 "$PYTHON" benchmarks/gpu_check.py --deadline $((START + TOTAL_S - 20)) "${ARGS[@]}"
 STATUS=$?
