@@ -153,7 +153,10 @@ def fit_normalizer(make_raw: Callable[[], gym.Env], episodes: int, steps: int, s
 def env_factory(config: PretrainConfig) -> Callable[[], gym.Env]:
     """A function building one normalised environment of the config (raises ConfigError for an environment that
     cannot be trained on). ``info["coordinates"]`` is there when the environment or the config's ``coordinates``
-    give it; without it training runs without coverage metrics."""
+    give it; without it training runs without coverage metrics. A fitted normaliser without statistics yet is fitted
+    here (as a new run's, :func:`with_fitted_normalizer`), so that a config such as ``quadruped_state`` builds its
+    environments outside a run too (the benchmarks)."""
+    config = with_fitted_normalizer(config)
     space = probe_env(config)
     normalizer = None if config.normalizer == "none" else config_normalizer(config, space.shape[0])
     raw = raw_env_factory(config)

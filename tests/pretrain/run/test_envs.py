@@ -14,7 +14,7 @@ from metra_gym.skill_policy import SkillPolicy
 from pretrain.export import export_run
 from pretrain.run.config import build_config
 from pretrain.run.env_wrappers import AddCoordinates
-from pretrain.run.envs import FIT_EPISODES, fit_normalizer, raw_env_factory
+from pretrain.run.envs import FIT_EPISODES, env_factory, fit_normalizer, raw_env_factory
 from pretrain.run.trainer import train
 
 TINY = {"epochs": 1, "n_envs": 2, "episode_steps": 50, "learning_starts": 100, "net_width": 16, "gradient_steps": 5,
@@ -114,3 +114,12 @@ def test_without_coordinates_training_runs_and_the_coverage_columns_say_why(tmp_
         assert "Pendulum-v1 puts no info['coordinates'] and the config names no coordinates" in row["coverage"]
     assert (tmp_path / "run" / "run_state" / "latest" / "state.json").is_file()
     assert not list((tmp_path / "run" / "eval").glob("*.png"))
+
+
+def test_env_factory_fits_a_fitted_normaliser_that_has_no_statistics_yet():
+    config = build_config({**TINY, **SWIMMER, "normalizer": "fitted", "coordinates": ["x_position", "y_position"]})
+    assert config.normalizer_stats is None
+    obs, _ = env_factory(config)().reset(seed=0)
+    stats = fit_normalizer(raw_env_factory(config), FIT_EPISODES, config.episode_steps, config.seed)
+    raw_obs, _ = raw_env_factory(config)().reset(seed=0)
+    np.testing.assert_allclose(obs, (raw_obs - np.array(stats["mean"])) / np.array(stats["std"]), rtol=1e-5, atol=1e-6)
