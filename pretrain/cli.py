@@ -169,6 +169,10 @@ def _goal_eval(args: argparse.Namespace) -> int:
             low, high = result[name]["ci95"]
             print(f"{name:9s}: final distance {result[name]['mean']:.2f} (95 % interval {low:.2f}-{high:.2f}) "
                   f"over {args.goals} goals")
+            near = result["within_reach"].get(name, {})
+            if near.get("mean") is not None:
+                print(f"{'':9s}  {near['mean']:.2f} over the {result['within_reach']['n_goals']} goals within the "
+                      "skills' reach")
     plot = "" if "reached" in result["trained"] else " and goal_paths.png"
     print(f"results{plot} in {args.out}")
     return 0

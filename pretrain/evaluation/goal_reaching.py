@@ -2,7 +2,10 @@
 
 Goals are sampled as in the paper (Ant: x-y uniform in [-50, 50]^2; HalfCheetah: x uniform in [-100, 100]);
 the goal state is the initial observation with its position replaced by the goal. The metric is the final
-distance between the agent's position and the goal, over ``n_goals`` goals (mean and 95 % interval).
+distance between the agent's position and the goal, over ``n_goals`` goals (mean and 95 % interval). Goals are drawn
+over the whole range, also where no skill of one episode gets (HalfCheetah's skills cover tens of metres, its goals lie
+up to 100 m away), so the result also reports the goals *within the skills' reach*: inside the box spanned by the
+final positions of the held-out evaluation skills (those of ``metra-pretrain evaluate --seed SEED``).
 
 Environments with tasks whose goal states they can show (Kitchen: ``goal_observation(task)``) are evaluated on those
 instead, as in the paper: one goal per task, z computed once from the first step and then fixed, and the metric is
@@ -21,9 +24,12 @@ import numpy as np
 import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.registration import EPISODE_STEPS, TASK_SUCCESS_KEY, ZERO_SHOT_GOAL_RANGES
 from metra_gym.skill_policy import SkillPolicy
+from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.evaluation.coverage import SkillRollouts
 from pretrain.evaluation.evaluate_checkpoint import check_out_dir
 from pretrain.project_paths import checkpoint_reference
+
+REACH_SKILLS = 48  # as many as metra-pretrain evaluate rolls out
 
 
 def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np.ndarray:
@@ -51,11 +57,32 @@ def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = EPISODE_STE
     paths = rollouts.run(act, goal_obs, seed=seed)  # the same seeds: the same starts as goal_obs was built from
     rollouts.close()
     distances = np.linalg.norm(paths[:, -1] - goals, axis=1)
+    return {**distance_summary(distances), "distances": distances.round(3).tolist(), "goals": goals, "paths": paths}
+
+
+def distance_summary(distances: np.ndarray) -> dict[str, Any]:
+    """Mean, 95 % interval (1.96 standard errors) and median of final distances; None for fewer than two."""
+    if len(distances) < 2:
+        return {"mean": None, "ci95": None, "median": None}
     half_width = 1.96 * distances.std(ddof=1) / np.sqrt(len(distances))
     return {"mean": float(distances.mean()), "ci95": [float(distances.mean() - half_width),
                                                       float(distances.mean() + half_width)],
-            "median": float(np.median(distances)), "distances": distances.round(3).tolist(), "goals": goals,
-            "paths": paths}
+            "median": float(np.median(distances))}
+
+
+def skills_reach(policy: SkillPolicy, steps: int, seed: int, n_skills: int = REACH_SKILLS) -> np.ndarray:
+    """The box ``(2, n_coordinates)`` (low, high) spanned by the final positions of ``n_skills`` deterministic skills
+    drawn with ``seed`` from the policy's prior, resets seeded ``seed + i``: the held-out evaluation's skills."""
+    skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed, prior=policy.skill_prior)
+    rollouts = SkillRollouts(lambda: policy.make_env(steps), n_skills, steps)
+    final = rollouts.run(policy.act, skills, seed=seed)[:, -1]
+    rollouts.close()
+    return np.stack([final.min(axis=0), final.max(axis=0)])
+
+
+def within_reach(goals: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """Which goals lie inside the box ``reach`` (low, high) on every coordinate."""
+    return np.all((goals >= reach[0]) & (goals <= reach[1]), axis=1)
 
 
 def has_task_goals(policy: SkillPolicy) -> bool:
@@ -107,7 +134,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
     """Zero-shot goal reaching of a checkpoint, beside an untrained one of the same shape: ``baseline_checkpoint``
     (as ``metra-pretrain export --untrained`` writes it), or one initialised for this call with the same seed."""
     from pretrain.export import export_untrained
-    from pretrain.run.config import build_config
+    from pretrain.run.config import build_config, without_other_algorithms
 
     if n_goals < 2:
         raise ValueError(f"the number of goals must be >= 2 (a 95 % interval needs two), got {n_goals}")
@@ -136,13 +163,21 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
 
         keys = ("mean", "ci95", "median", "distances")
         trained = reach(policy)
+        box = skills_reach(policy, EPISODE_STEPS, seed)
+        inside = within_reach(trained["goals"], box)
         result = {"checkpoint": checkpoint_reference(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
                   "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
-                  "trained": {k: trained[k] for k in keys}}
+                  "goals": trained["goals"].round(3).tolist(),
+                  "trained": {k: trained[k] for k in keys},
+                  "skills_reach": {"low": box[0].round(3).tolist(), "high": box[1].round(3).tolist(),
+                                   "skills": REACH_SKILLS, "steps": EPISODE_STEPS},
+                  "within_reach": {"n_goals": int(inside.sum()),
+                                   "trained": distance_summary(np.asarray(trained["distances"])[inside])}}
     if baseline:
         with tempfile.TemporaryDirectory() as tmp:
             if baseline_checkpoint is None:
-                config = build_config({**policy.config["provenance"]["config"], "seed": seed})
+                # The provenance lists every key; other algorithms' at the defaults of the release that wrote it.
+                config = build_config(without_other_algorithms({**policy.config["provenance"]["config"], "seed": seed}))
                 baseline_checkpoint = str(export_untrained(config, Path(tmp) / "untrained"))
                 result["baseline_checkpoint"] = f"untrained, seed {seed}"
                 baseline_policy = SkillPolicy.from_pretrained(baseline_checkpoint)
@@ -150,6 +185,8 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
                 result["baseline_checkpoint"] = str(baseline_checkpoint)
             untrained = reach(baseline_policy)
         result["untrained"] = {k: untrained[k] for k in keys}
+        if not task_goals:  # the same goals (same seed), within the trained skills' reach
+            result["within_reach"]["untrained"] = distance_summary(np.asarray(untrained["distances"])[inside])
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: a failed evaluation leaves no empty folder
     (out_dir / "goal_reaching.json").write_text(json.dumps(result, indent=1))
     if task_goals:

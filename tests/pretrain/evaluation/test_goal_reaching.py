@@ -33,3 +33,33 @@ def test_a_baseline_of_another_env_is_refused_before_the_rollouts(tmp_path, monk
                                          "'metra/Ant-v0'"):
         goal_eval("ant", tmp_path / "out", n_goals=2, baseline_checkpoint="half_cheetah")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bundled_checkpoint_of_an_older_release_gets_its_untrained_baseline_and_the_goals_within_reach(tmp_path):
+    """The bundled half_cheetah's provenance lists cic_knn_k at the default of the release that wrote it (12, now
+    16): an option of another algorithm, which building the untrained baseline must drop, not refuse."""
+    from metra_gym.skill_policy import SkillPolicy
+    from pretrain.run.config import PretrainConfig
+
+    recorded = SkillPolicy.from_pretrained("half_cheetah").config["provenance"]["config"]
+    assert recorded["cic_knn_k"] != PretrainConfig().cic_knn_k  # what makes this case; else pick another checkpoint
+    result = goal_eval("half_cheetah", tmp_path / "out", n_goals=4, seed=1000)
+    low, high = result["skills_reach"]["low"][0], result["skills_reach"]["high"][0]
+    assert low < -10 and high > 10  # the trained skills run tens of metres both ways in 200 steps
+    inside = [low <= g[0] <= high for g in result["goals"]]
+    assert result["within_reach"]["n_goals"] == sum(inside)
+    near = [d for d, i in zip(result["trained"]["distances"], inside) if i]
+    if len(near) >= 2:
+        assert abs(result["within_reach"]["trained"]["mean"] - sum(near) / len(near)) < 1e-3
+    assert set(result["within_reach"]) == {"n_goals", "trained", "untrained"}
+
+
+def test_goals_within_reach_lie_inside_the_skills_box_on_every_coordinate():
+    import numpy as np
+
+    from pretrain.evaluation.goal_reaching import within_reach
+
+    box = np.array([[-1.0, -2.0], [1.0, 2.0]])
+    goals = np.array([[0.0, 0.0], [1.0, -2.0], [1.5, 0.0], [0.0, -2.5], [-3.0, 3.0]])
+    assert within_reach(goals, box).tolist() == [True, True, False, False, False]
+    assert within_reach(np.array([[-5.0], [0.5], [5.0]]), box[:, :1]).tolist() == [False, True, False]
