@@ -27,6 +27,7 @@ from metra_gym.skill_policy import SkillPolicy  # noqa: E402
 from pretrain.algorithms.common.skills import evaluation_skills  # noqa: E402
 from pretrain.evaluation.coverage import SkillRollouts, coverage  # noqa: E402
 from pretrain.evaluation.evaluate_checkpoint import episode_steps  # noqa: E402
+from pretrain.project_paths import checkpoint_reference  # noqa: E402
 
 HELD_OUT_SEED = 1000
 N_ROLLOUTS = 48
@@ -43,10 +44,12 @@ def rollouts_of(policy: SkillPolicy, act, skills: np.ndarray, steps: int) -> dic
     positions = rollouts.run(act, skills, seed=HELD_OUT_SEED, observations=observations)
     rollouts.close()
     head = np.stack(observations, axis=1)[:, :, HEAD_HEIGHT_INDEX]
+    down = head <= STANDING_HEAD_HEIGHT
+    first_down = np.where(down.any(axis=1), down.argmax(axis=1), head.shape[1])  # never down: one past the end
     displacement = np.linalg.norm(positions[:, -1] - positions[:, 0], axis=-1)
     return {"head_height_mean_per_step": head.mean(axis=0).round(3).tolist(),
             "fraction_of_steps_head_above_1m": float((head > STANDING_HEAD_HEIGHT).mean()),
-            "first_step_head_below_1m_median": int(np.median((head <= STANDING_HEAD_HEIGHT).argmax(axis=1))),
+            "first_step_head_below_1m_median": int(np.median(first_down)),
             "displacement_m_median": float(np.median(displacement)),
             "displacement_m_max": float(displacement.max()),
             "policy_coverage": coverage(positions)}
@@ -62,7 +65,7 @@ def measure(checkpoints: list[str]) -> dict:
                              "this measures state Humanoid checkpoints (config humanoid_state)")
         skills = evaluation_skills(N_ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED,
                                    prior=policy.skill_prior)
-        results[Path(checkpoint).name] = rollouts_of(policy, policy.act, skills, episode_steps(policy))
+        results[checkpoint_reference(checkpoint)] = rollouts_of(policy, policy.act, skills, episode_steps(policy))
     policy = SkillPolicy.from_pretrained(checkpoints[0])
     rng = np.random.default_rng(HELD_OUT_SEED)
     low, high = policy.action_low, policy.action_high

@@ -9,14 +9,21 @@ Two measurements on ``metra/Kitchen-v0``'s state environment (end-effector contr
   effector through three waypoints per task, placed relative to the task's handle site: in front of it, at it, and
   along the opening direction, ``LEG_STEPS`` steps per waypoint. Reported: the largest changes of the object joints,
   the LEXA task flags achieved, and the first step at which any flag held. Episodes in METRA are 50 steps; the
-  controller's legs are longer (75 steps), so this says whether contact and the flags work, not whether a 50-step
+  controller takes 75 (three legs of 25), so this says whether contact and the flags work, not whether a 50-step
   skill can achieve the task.
+- **What skills move** (``--checkpoints``): for each state-Kitchen checkpoint (a run's snapshot or an export), its
+  24 skills twice each (48 rollouts of one episode, resets seeded 1000 + i, as ``metra-pretrain evaluate --seed
+  1000``), and uniformly random actions from the same resets: the end effector's path length, its reach (the largest
+  distance from where it started) and the largest change of any object joint (qpos 9-29) from the episode's start,
+  median (and maximum) over the rollouts.
 
-    MUJOCO_GL=egl python benchmarks/kitchen_reach.py      # appends to benchmarks/results/kitchen/reach.json
+    MUJOCO_GL=egl python benchmarks/kitchen_reach.py [--checkpoints RUN/snapshots/epoch_001100 ...]
+    # appends to benchmarks/results/kitchen/reach.json
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import mujoco
@@ -24,8 +31,17 @@ import numpy as np
 from measurements import append_measurement
 
 from metra_gym.envs.kitchen import EE_SPEED, FRAME_SKIP, ROBOT_DOFS, MetraKitchenEnv
+from metra_gym.skill_policy import SkillPolicy
+from pretrain.algorithms.common.skills import evaluation_skills
+from pretrain.evaluation.coverage import SkillRollouts
+from pretrain.evaluation.evaluate_checkpoint import episode_steps
+from pretrain.project_paths import checkpoint_reference
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kitchen" / "reach.json"
+HELD_OUT_SEED = 1000
+ROLLOUTS = 48
+# MetraKitchenEnv.state(): end-effector x-y-z, robot qpos (ROBOT_DOFS), robot qvel (ROBOT_DOFS), object qpos, ...
+OBJECT_QPOS = slice(3 + 2 * ROBOT_DOFS, 3 + ROBOT_DOFS + 30)  # of the kitchen's 30 qpos (the env checks), after the robot's
 LEG_STEPS = 25
 GAIN = 10.0
 # task: (handle site, waypoint offsets from it in metres: in front, at the handle, along the opening direction)
@@ -74,7 +90,49 @@ def scripted_task(env: MetraKitchenEnv, site: str, offsets: list[tuple[float, fl
             "largest_object_qpos_changes": {int(i + ROBOT_DOFS): round(float(change[i]), 3) for i in largest}}
 
 
+def motion(policy: SkillPolicy, act, skills: np.ndarray) -> dict[str, float]:
+    """End-effector path length and the largest object-joint change of one-episode rollouts of ``act`` in the
+    policy's environment (resets 1000 + i)."""
+    steps = episode_steps(policy)
+    rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
+    observations: list[np.ndarray] = []
+    rollouts.run(act, skills, seed=HELD_OUT_SEED, observations=observations)
+    rollouts.close()
+    obs = np.stack(observations, axis=1)
+    path = np.linalg.norm(np.diff(obs[:, :, :3], axis=1), axis=-1).sum(axis=1)
+    reach = np.linalg.norm(obs[:, :, :3] - obs[:, :1, :3], axis=-1).max(axis=1)
+    objects = np.abs(obs[:, :, OBJECT_QPOS] - obs[:, :1, OBJECT_QPOS]).max(axis=(1, 2))
+    return {"end_effector_path_m_median": round(float(np.median(path)), 3),
+            "end_effector_reach_m_median": round(float(np.median(reach)), 3),
+            "object_change_median": round(float(np.median(objects)), 4),
+            "object_change_max": round(float(objects.max()), 4)}
+
+
+def skills_motion(checkpoints: list[str]) -> dict[str, dict[str, float]]:
+    """:func:`motion` of each checkpoint's skills (24 one-hots twice), and of random actions from the same resets."""
+    results = {}
+    for checkpoint in checkpoints:
+        policy = SkillPolicy.from_pretrained(checkpoint)
+        if policy.env_id != "metra/Kitchen-v0" or policy.pixels is not None:
+            raise ValueError(f"{checkpoint} was trained on {policy.env_id} (pixels: {policy.pixels is not None}); "
+                             "--checkpoints takes state Kitchen checkpoints (config kitchen_state)")
+        skills = evaluation_skills(ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED)
+        results[checkpoint_reference(checkpoint)] = motion(policy, policy.act, skills)
+    if checkpoints:
+        rng = np.random.default_rng(HELD_OUT_SEED)
+        low, high = policy.action_low, policy.action_high
+        results["random actions"] = motion(policy, lambda obs, z: rng.uniform(low, high, (len(obs), *low.shape)),
+                                           np.zeros((ROLLOUTS, 1)))
+    return results
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoints", nargs="*", default=[], help="state Kitchen checkpoints or run snapshots")
+    args = parser.parse_args()
+    moved = skills_motion(args.checkpoints)  # first: a wrong checkpoint fails before the rest runs
+    for name, result in moved.items():
+        print(f"{name}: {result}")
     env = MetraKitchenEnv(obs_type="state")
     speeds = end_effector_speed(env)
     commanded = EE_SPEED * FRAME_SKIP * float(env.model.opt.timestep)
@@ -86,7 +144,8 @@ def main() -> None:
     env.close()
     append_measurement(RESULTS, __doc__.split("\n\n")[0], {
         "end_effector_m_per_step": speeds, "commanded_m_per_step": commanded,
-        "leg_steps": LEG_STEPS, "gain": GAIN, "scripted": scripts})
+        "leg_steps": LEG_STEPS, "gain": GAIN, "scripted": scripts,
+        **({"skills_and_random_actions": moved} if moved else {})})
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from metra_gym.registration import EPISODE_STEPS, TASK_SUCCESS_KEY, ZERO_SHOT_GO
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.evaluation.coverage import SkillRollouts
-from pretrain.evaluation.evaluate_checkpoint import check_out_dir
+from pretrain.evaluation.evaluate_checkpoint import check_out_dir, episode_steps, rollout_observations
 from pretrain.project_paths import checkpoint_reference
 
 REACH_SKILLS = 48  # as many as metra-pretrain evaluate rolls out
@@ -70,13 +70,12 @@ def distance_summary(distances: np.ndarray) -> dict[str, Any]:
             "median": float(np.median(distances))}
 
 
-def skills_reach(policy: SkillPolicy, steps: int, seed: int, n_skills: int = REACH_SKILLS) -> np.ndarray:
-    """The box ``(2, n_coordinates)`` (low, high) spanned by the final positions of ``n_skills`` deterministic skills
-    drawn with ``seed`` from the policy's prior, resets seeded ``seed + i``: the held-out evaluation's skills."""
+def skills_reach(policy: SkillPolicy, seed: int, n_skills: int = REACH_SKILLS) -> np.ndarray:
+    """The box ``(2, n_coordinates)`` (low, high) spanned by the final positions of the held-out evaluation's skills:
+    ``n_skills`` deterministic skills drawn with ``seed`` from the policy's prior, resets seeded ``seed + i``, one
+    episode of the length they were trained with (as ``metra-pretrain evaluate --seed SEED`` rolls them out)."""
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed, prior=policy.skill_prior)
-    rollouts = SkillRollouts(lambda: policy.make_env(steps), n_skills, steps)
-    final = rollouts.run(policy.act, skills, seed=seed)[:, -1]
-    rollouts.close()
+    final = rollout_observations(policy, skills, episode_steps(policy), seed=seed)[1][:, -1]
     return np.stack([final.min(axis=0), final.max(axis=0)])
 
 
@@ -147,7 +146,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
         check_same_shape(policy, baseline_policy)
     task_goals = has_task_goals(policy)
     if task_goals:  # Kitchen: the tasks' goal states; n_goals does not apply
-        steps = int(policy.config.get("provenance", {}).get("config", {}).get("episode_steps", EPISODE_STEPS))
+        steps = episode_steps(policy)
 
         def reach(p: SkillPolicy) -> dict[str, Any]:
             return reach_task_goals(p, steps, seed=seed)
@@ -163,14 +162,14 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
 
         keys = ("mean", "ci95", "median", "distances")
         trained = reach(policy)
-        box = skills_reach(policy, EPISODE_STEPS, seed)
+        box = skills_reach(policy, seed)
         inside = within_reach(trained["goals"], box)
         result = {"checkpoint": checkpoint_reference(checkpoint), "env_id": policy.env_id, "n_goals": n_goals,
                   "seed": seed, "goal_range": ZERO_SHOT_GOAL_RANGES[policy.env_id],
                   "goals": trained["goals"].round(3).tolist(),
                   "trained": {k: trained[k] for k in keys},
                   "skills_reach": {"low": box[0].round(3).tolist(), "high": box[1].round(3).tolist(),
-                                   "skills": REACH_SKILLS, "steps": EPISODE_STEPS},
+                                   "skills": REACH_SKILLS, "steps": episode_steps(policy)},
                   "within_reach": {"n_goals": int(inside.sum()),
                                    "trained": distance_summary(np.asarray(trained["distances"])[inside])}}
     if baseline:
