@@ -36,12 +36,10 @@ METRA repository's LSD command:
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch as th
 from torch import nn
-from torch.nn.utils import parametrize
 from torch.nn.utils.parametrizations import spectral_norm
 
 from metra_gym.networks import PhiNetwork
@@ -63,17 +61,24 @@ def spectrally_normalised(phi: PhiNetwork, n_power_iterations: int = 1) -> PhiNe
 
 
 def without_spectral_norm(phi: PhiNetwork) -> PhiNetwork:
-    """A plain copy of a spectrally normalised phi whose weights are the effective W / sigma(W) (computed from the
-    stored singular vectors, without a power iteration, so ``phi`` itself is left exactly as it was). Its
-    ``state_dict`` has the ``net.N.weight`` / ``net.N.bias`` keys of :class:`metra_gym.networks.PhiNetwork`."""
-    unwrapped = copy.deepcopy(phi).eval()
-    for layer in unwrapped.net:
-        if parametrize.is_parametrized(layer, "weight"):
-            parametrize.remove_parametrizations(layer, "weight", leave_parametrized=True)
-    # A fresh PhiNetwork, so that the state dict also lists its keys in the usual order (weight before bias).
-    linear = [layer for layer in unwrapped.net if isinstance(layer, nn.Linear)]
+    """A plain copy of a spectrally normalised phi whose weights are the effective W / sigma(W), computed from the
+    stored singular vectors in eval mode (no power iteration), so ``phi`` itself is left exactly as it was. Its
+    ``state_dict`` has the ``net.N.weight`` / ``net.N.bias`` keys of :class:`metra_gym.networks.PhiNetwork`.
+
+    The weights are read, not unwrapped: ``parametrize.remove_parametrizations`` on a deep copy would delete the
+    ``weight`` property from the parametrised class, which the copy shares with ``phi``, and break ``phi``'s next
+    forward pass (the first snapshot of a run stopped LSD's training that way)."""
+    linear = [layer for layer in phi.net if isinstance(layer, nn.Linear)]
     plain = PhiNetwork(linear[0].in_features, linear[-1].out_features, [layer.out_features for layer in linear[:-1]])
-    plain.load_state_dict(unwrapped.state_dict())
+    training = phi.training
+    phi.eval()
+    try:
+        with th.no_grad():
+            for source, target in zip(linear, [layer for layer in plain.net if isinstance(layer, nn.Linear)]):
+                target.weight.copy_(source.weight)
+                target.bias.copy_(source.bias)
+    finally:
+        phi.train(training)
     return plain.to(linear[0].bias.device).eval().requires_grad_(False)
 
 

@@ -95,6 +95,29 @@ def test_phi_exports_the_effective_weights_under_plain_keys():
     th.testing.assert_close(runtime(obs), th.tensor([[1.0, 1.0], [4.0, 2.0]]), atol=1e-5, rtol=0)
 
 
+def test_the_trained_phi_keeps_training_after_its_plain_copy_is_taken():
+    """Taking the exportable phi (a snapshot, an export) must leave the spectrally normalised one as it was: still in
+    its mode, still differentiable, its next training step the same as without the copy."""
+    learner = _hand_set_learner()
+    untouched = copy.deepcopy(learner)
+    learner.lipschitz_phi.train()
+    _ = learner.phi
+    assert learner.lipschitz_phi.training
+    obs, next_obs = th.randn(8, 2), th.randn(8, 2)
+    z = th.nn.functional.normalize(th.randn(8, 2), dim=1)
+    for each in (learner, untouched):
+        each.update(obs, next_obs, z)
+    for mine, theirs in zip(learner.lipschitz_phi.parameters(), untouched.lipschitz_phi.parameters()):
+        th.testing.assert_close(mine, theirs, rtol=0, atol=0)
+
+
+def test_lsd_trains_on_across_skill_snapshots(tmp_path):
+    """A snapshot exports the plain phi every epoch here; training goes on after each (the first one broke it)."""
+    config = load_config("point_mass", [*TINY, "epochs=3", "snapshot_every=1", "save_every=100", "gradient_steps=5"])
+    train(config, tmp_path / "run", verbose=0)
+    assert sorted(p.name for p in (tmp_path / "run" / "snapshots").iterdir())[-1] == "epoch_000003"
+
+
 def test_an_exported_lsd_run_loads_in_the_runtime_with_its_phi(tmp_path):
     from pretrain.export import export_run
 
