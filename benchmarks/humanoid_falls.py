@@ -25,8 +25,8 @@ import numpy as np  # noqa: E402
 
 from metra_gym.skill_policy import SkillPolicy  # noqa: E402
 from pretrain.algorithms.common.skills import evaluation_skills  # noqa: E402
-from pretrain.evaluation.coverage import SkillRollouts, coverage  # noqa: E402
-from pretrain.evaluation.evaluate_checkpoint import episode_steps  # noqa: E402
+from pretrain.evaluation.coverage import coverage  # noqa: E402
+from pretrain.evaluation.evaluate_checkpoint import episode_steps, rollout_observations  # noqa: E402
 from pretrain.project_paths import checkpoint_reference  # noqa: E402
 
 HELD_OUT_SEED = 1000
@@ -39,11 +39,8 @@ STANDING_HEAD_HEIGHT = 1.0  # metres; the head starts at about 1.5 and lies at a
 
 def rollouts_of(policy: SkillPolicy, act, skills: np.ndarray, steps: int) -> dict:
     """Head height per step and x-y displacement of deterministic rollouts of ``act`` (resets 1000 + i)."""
-    rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
-    observations: list[np.ndarray] = []
-    positions = rollouts.run(act, skills, seed=HELD_OUT_SEED, observations=observations)
-    rollouts.close()
-    head = np.stack(observations, axis=1)[:, :, HEAD_HEIGHT_INDEX]
+    observations, positions = rollout_observations(policy, skills, steps, seed=HELD_OUT_SEED, act=act)
+    head = observations[:, :, HEAD_HEIGHT_INDEX]
     down = head <= STANDING_HEAD_HEIGHT
     first_down = np.where(down.any(axis=1), down.argmax(axis=1), head.shape[1])  # never down: one past the end
     displacement = np.linalg.norm(positions[:, -1] - positions[:, 0], axis=-1)
@@ -57,16 +54,17 @@ def rollouts_of(policy: SkillPolicy, act, skills: np.ndarray, steps: int) -> dic
 
 def measure(checkpoints: list[str]) -> dict:
     """The measurements of every checkpoint, and of random actions in the first checkpoint's environment."""
-    results = {}
+    results, policies = {}, []
     for checkpoint in checkpoints:
         policy = SkillPolicy.from_pretrained(checkpoint)
+        policies.append(policy)
         if policy.env_id != "metra/Humanoid-v0" or policy.pixels is not None:
             raise ValueError(f"{checkpoint} was trained on {policy.env_id} (pixels: {policy.pixels is not None}); "
                              "this measures state Humanoid checkpoints (config humanoid_state)")
         skills = evaluation_skills(N_ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED,
                                    prior=policy.skill_prior)
         results[checkpoint_reference(checkpoint)] = rollouts_of(policy, policy.act, skills, episode_steps(policy))
-    policy = SkillPolicy.from_pretrained(checkpoints[0])
+    policy = policies[0]
     rng = np.random.default_rng(HELD_OUT_SEED)
     low, high = policy.action_low, policy.action_high
     results["random actions"] = rollouts_of(

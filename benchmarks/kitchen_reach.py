@@ -33,8 +33,7 @@ from measurements import append_measurement
 from metra_gym.envs.kitchen import EE_SPEED, FRAME_SKIP, ROBOT_DOFS, MetraKitchenEnv
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.coverage import SkillRollouts
-from pretrain.evaluation.evaluate_checkpoint import episode_steps
+from pretrain.evaluation.evaluate_checkpoint import episode_steps, rollout_observations
 from pretrain.project_paths import checkpoint_reference
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kitchen" / "reach.json"
@@ -93,12 +92,7 @@ def scripted_task(env: MetraKitchenEnv, site: str, offsets: list[tuple[float, fl
 def motion(policy: SkillPolicy, act, skills: np.ndarray) -> dict[str, float]:
     """End-effector path length and the largest object-joint change of one-episode rollouts of ``act`` in the
     policy's environment (resets 1000 + i)."""
-    steps = episode_steps(policy)
-    rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
-    observations: list[np.ndarray] = []
-    rollouts.run(act, skills, seed=HELD_OUT_SEED, observations=observations)
-    rollouts.close()
-    obs = np.stack(observations, axis=1)
+    obs, _ = rollout_observations(policy, skills, episode_steps(policy), seed=HELD_OUT_SEED, act=act)
     path = np.linalg.norm(np.diff(obs[:, :, :3], axis=1), axis=-1).sum(axis=1)
     reach = np.linalg.norm(obs[:, :, :3] - obs[:, :1, :3], axis=-1).max(axis=1)
     objects = np.abs(obs[:, :, OBJECT_QPOS] - obs[:, :1, OBJECT_QPOS]).max(axis=(1, 2))
@@ -116,7 +110,8 @@ def skills_motion(checkpoints: list[str]) -> dict[str, dict[str, float]]:
         if policy.env_id != "metra/Kitchen-v0" or policy.pixels is not None:
             raise ValueError(f"{checkpoint} was trained on {policy.env_id} (pixels: {policy.pixels is not None}); "
                              "--checkpoints takes state Kitchen checkpoints (config kitchen_state)")
-        skills = evaluation_skills(ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED)
+        skills = evaluation_skills(ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED,
+                                   prior=policy.skill_prior)
         results[checkpoint_reference(checkpoint)] = motion(policy, policy.act, skills)
     if checkpoints:
         rng = np.random.default_rng(HELD_OUT_SEED)

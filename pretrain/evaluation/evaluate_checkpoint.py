@@ -19,18 +19,20 @@ import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.registration import EPISODE_STEPS
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.coverage import SkillRollouts, coverage, plot_trajectories, skill_colors
+from pretrain.evaluation.coverage import ActFn, SkillRollouts, coverage, plot_trajectories, skill_colors
 from pretrain.project_paths import checkpoint_reference
 
 
 def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0,
-                         achieved_tasks: dict[str, bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Raw observations and positions of deterministic skill rollouts: (n, steps + 1, obs_dim), (n, steps + 1, c).
-    On environments with tasks, ``achieved_tasks`` (a dict, when given) is filled with whether any rollout achieved
-    each."""
+                         achieved_tasks: dict[str, bool] | None = None,
+                         act: ActFn | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Raw observations and positions of deterministic skill rollouts in the policy's environment, resets seeded
+    ``seed + i``: (n, steps + 1, obs_dim), (n, steps + 1, c). ``act`` replaces the policy's own (random actions from
+    the same resets, for a baseline). On environments with tasks, ``achieved_tasks`` (a dict, when given) is filled
+    with whether any rollout achieved each."""
     rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
     observations: list[np.ndarray] = []
-    positions = rollouts.run(policy.act, skills, seed=seed, observations=observations)
+    positions = rollouts.run(act or policy.act, skills, seed=seed, observations=observations)
     if achieved_tasks is not None:
         achieved_tasks.update(rollouts.achieved_tasks() or {})
     rollouts.close()
