@@ -43,7 +43,6 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import argparse  # noqa: E402
 import copy  # noqa: E402
-import hashlib  # noqa: E402
 import json  # noqa: E402
 import pickle  # noqa: E402
 import platform  # noqa: E402
@@ -69,6 +68,7 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 import metra_gym  # noqa: E402, F401  (registers the metra/ ids)
+from tests.metra_gym.helpers import broken_checkpoint, set_key  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "bad_input"
 OURS = (str(ROOT / "metra_gym"), str(ROOT / "pretrain"))
@@ -294,36 +294,6 @@ def ant_folder() -> Path:
     from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 
     return resolve_checkpoint("ant")
-
-
-def broken_checkpoint(folder: Path, edit_config: Callable[[dict], None] | None = None,
-                      edit_weights: Callable[[dict], None] | None = None, rehash: bool = True) -> Path:
-    """A copy of the bundled ``ant`` checkpoint with its config.json and/or weights edited (re-hashed by default,
-    so that the edit itself, not the sha256, is what the loader meets)."""
-    from safetensors.torch import load_file, save_file
-
-    shutil.copytree(ant_folder(), folder)
-    config = json.loads((folder / "config.json").read_text())
-    if edit_weights is not None:
-        tensors = load_file(folder / "model.safetensors")
-        edit_weights(tensors)
-        save_file(tensors, folder / "model.safetensors")
-        if rehash:
-            config["weights_sha256"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
-    if edit_config is not None:
-        edit_config(config)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
-def set_key(key: str, value: Any) -> Callable[[dict], None]:
-    def edit(config: dict) -> None:
-        if "." in key:
-            outer, inner = key.split(".")
-            config[outer][inner] = value
-        else:
-            config[key] = value
-    return edit
 
 
 def make_fixtures(fixtures: Path, timeout: float) -> None:

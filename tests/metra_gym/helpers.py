@@ -1,7 +1,13 @@
-"""Small builders shared by the runtime tests."""
+"""Small builders shared by the runtime tests (and by ``benchmarks/bad_input.py``, which runs with the root on its path)."""
 
+import hashlib
+import json
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 
 def heavy_modules_after(imports: str, env_id: str, heavy: tuple[str, ...]) -> list[str]:
@@ -31,3 +37,36 @@ def random_skill_policy(obs_dim: int, action_dim: int, skill_dim: int, discrete:
               "phi_hidden": [32], "normalizer": {"mean": [0.0] * obs_dim, "std": [1.0] * obs_dim},
               "env_id": env_id, "env_kwargs": env_kwargs}
     return SkillPolicy(config, weights, source=source)
+
+
+def broken_checkpoint(folder: Path, edit_config: Callable[[dict], None] | None = None,
+                      edit_weights: Callable[[dict], None] | None = None, rehash: bool = True) -> Path:
+    """A copy of the bundled ``ant`` checkpoint in ``folder`` with its config.json and/or weights edited (re-hashed
+    by default, so that the edit itself, not the sha256, is what the loader meets)."""
+    from safetensors.torch import load_file, save_file
+
+    from metra_gym.skill_checkpoint.hub import resolve_checkpoint
+
+    shutil.copytree(resolve_checkpoint("ant"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    if edit_weights is not None:
+        tensors = load_file(folder / "model.safetensors")
+        edit_weights(tensors)
+        save_file(tensors, folder / "model.safetensors")
+        if rehash:
+            config["weights_sha256"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    if edit_config is not None:
+        edit_config(config)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def set_key(key: str, value: Any) -> Callable[[dict], None]:
+    """A config edit for :func:`broken_checkpoint`: sets ``key`` (``outer.inner`` for a nested one) to ``value``."""
+    def edit(config: dict) -> None:
+        if "." in key:
+            outer, inner = key.split(".")
+            config[outer][inner] = value
+        else:
+            config[key] = value
+    return edit

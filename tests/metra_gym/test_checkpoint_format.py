@@ -1,45 +1,20 @@
 """Broken, mistyped or tampered checkpoints are refused with one CheckpointError naming the key or file."""
 
 import hashlib
-import json
-import shutil
 
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
 
 from metra_gym.skill_checkpoint.format import FORMAT_VERSION, CheckpointError, read_config, read_weights
 from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 
-ANT = resolve_checkpoint("ant")
+from .helpers import broken_checkpoint, set_key
 
 
 def _copy(tmp_path, edit_config=None, edit_weights=None, rehash=True):
-    folder = tmp_path / "ckpt"
-    shutil.copytree(ANT, folder)
-    config = json.loads((folder / "config.json").read_text())
-    if edit_weights is not None:
-        tensors = load_file(folder / "model.safetensors")
-        edit_weights(tensors)
-        save_file(tensors, folder / "model.safetensors")
-        if rehash:
-            config["weights_sha256"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
-    if edit_config is not None:
-        edit_config(config)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
-def _set(key, value):
-    def edit(config):
-        if "." in key:
-            outer, inner = key.split(".")
-            config[outer][inner] = value
-        else:
-            config[key] = value
-    return edit
+    return broken_checkpoint(tmp_path / "ckpt", edit_config, edit_weights, rehash)
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
@@ -65,13 +40,13 @@ def _set(key, value):
     ("weights_sha256", "abc", "'weights_sha256' must be the sha256 hex digest"),
 ])
 def test_every_config_field_is_type_and_value_checked(tmp_path, key, value, message):
-    folder = _copy(tmp_path, edit_config=_set(key, value))
+    folder = _copy(tmp_path, edit_config=set_key(key, value))
     with pytest.raises(CheckpointError, match=message):
         read_config(folder)
 
 
 def test_newer_format_and_non_object_config(tmp_path):
-    folder = _copy(tmp_path, edit_config=_set("format_version", FORMAT_VERSION + 1))
+    folder = _copy(tmp_path, edit_config=set_key("format_version", FORMAT_VERSION + 1))
     with pytest.raises(CheckpointError, match=f"format version {FORMAT_VERSION + 1}, newer .* upgrade metra-gym"):
         SkillPolicy.from_pretrained(folder)
     (folder / "config.json").write_text("[1, 2]")
@@ -178,7 +153,7 @@ def test_absurd_sizes_are_checked_against_the_weights_before_any_allocation(tmp_
     monkeypatch.setattr(skill_policy, "SkillActor", no_networks)
     monkeypatch.setattr(skill_policy, "PhiNetwork", no_networks)
     with pytest.raises(CheckpointError, match="do not fit together: size mismatch for " + tensor):
-        SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=_set(key, value)))
+        SkillPolicy.from_pretrained(_copy(tmp_path, edit_config=set_key(key, value)))
 
 
 def test_tensors_missing_or_extra_for_the_config_are_named(tmp_path):
