@@ -6,6 +6,10 @@ curve, coverage vs hours) and a markdown table. Hours are the run's own wall-clo
 LABEL=SECONDS``, an idle-machine estimate (epochs x the variant's idle seconds per epoch measured side by side
 by ``benchmarks/epoch_time.py``) for runs that shared the machine with others.
 
+Seeds: labels that differ only in a ``-sN`` ending (``default-s0``, ``default-s1``) are one configuration; with two or
+more seeds the figure draws their mean with a band from the lowest to the highest seed, and the table adds one row
+per configuration with the held-out mean and every seed's value.
+
 Held out (``--held-out-hours``): for runs that kept skill snapshots (``snapshot_every``), the snapshot at or just
 before each given hour is evaluated with skills and reset seeds not used during training (``--held-out-seed``):
 those are the numbers to report; the training evaluation reuses one fixed set and picking its best point is
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -104,6 +109,24 @@ def held_out(folder: Path, hours: list[float], seed: int, hours_of_epoch) -> lis
     return points
 
 
+def seed_groups(labels) -> dict[str, list[str]]:
+    """Labels grouped by configuration: ``NAME-sN`` endings are seeds of ``NAME``; any other label stands alone."""
+    groups: dict[str, list[str]] = {}
+    for label in labels:
+        groups.setdefault(re.sub(r"-s\d+$", "", label), []).append(label)
+    return groups
+
+
+def band(runs: list[dict], axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, lowest and highest coverage of several seeds' curves on a common ``axis`` (``hours`` or ``env_steps``)
+    grid, up to where the shortest seed stops (beyond it a band would hide that a seed is missing)."""
+    end = min(run["rows"][-1][axis] for run in runs)
+    grid = np.linspace(0.0, end, 200)
+    curves = np.array([np.interp(grid, [r[axis] for r in run["rows"]], [r["policy_coverage"] for r in run["rows"]])
+                       for run in runs])
+    return grid, curves.mean(axis=0), curves.min(axis=0), curves.max(axis=0)
+
+
 def plot(summary: dict, path: Path) -> None:
     import matplotlib
 
@@ -114,19 +137,32 @@ def plot(summary: dict, path: Path) -> None:
     by_steps.plot([r[1] / 1e6 for r in OFFICIAL[:6]], [r[3] for r in OFFICIAL[:6]], "--", color="gray", lw=2,
                   label="official (width 1024, A100)")
     colors = plt.get_cmap("tab20")(np.linspace(0, 1, 20))
-    for index, (label, run) in enumerate(summary["runs"].items()):
-        steps = [r["env_steps"] / 1e6 for r in run["rows"]]
-        cov = [r["policy_coverage"] for r in run["rows"]]
-        chosen = label.startswith("default")  # the shipped configuration stands out
-        line, = by_steps.plot(steps, cov, lw=2 if chosen else 0.8, label=label,
-                              color="black" if chosen else colors[(2 * index) % 20 + (2 * index) // 20])
-        by_hours.plot([r["hours"] for r in run["rows"]], cov, lw=line.get_linewidth(), color=line.get_color(), label=label)
-        for point in run.get("held_out", []):
-            by_hours.plot(point["hours"], point["held_out_policy_coverage"], "o", color=line.get_color())
+    for index, (name, labels) in enumerate(seed_groups(summary["runs"]).items()):
+        runs = [summary["runs"][label] for label in labels]
+        chosen = name.startswith("default")  # the shipped configuration stands out
+        color = "black" if chosen else colors[(2 * index) % 20 + (2 * index) // 20]
+        width = 2 if chosen else 0.8
+        if len(runs) == 1:
+            rows = runs[0]["rows"]
+            coverage = [r["policy_coverage"] for r in rows]
+            by_steps.plot([r["env_steps"] / 1e6 for r in rows], coverage, lw=width, color=color, label=name)
+            by_hours.plot([r["hours"] for r in rows], coverage, lw=width, color=color, label=name)
+        else:
+            label = f"{name} ({len(runs)} seeds: mean, band lowest-highest; thin: each seed)"
+            for ax, axis, scale in ((by_steps, "env_steps", 1e6), (by_hours, "hours", 1.0)):
+                grid, mean, low, high = band(runs, axis)
+                ax.plot(grid / scale, mean, lw=width, color=color, label=label)
+                ax.fill_between(grid / scale, low, high, color=color, alpha=0.2, lw=0)
+                for run in runs:  # past the shortest seed the band ends; each seed's own curve goes on
+                    ax.plot([r[axis] / scale for r in run["rows"]], [r["policy_coverage"] for r in run["rows"]],
+                            lw=0.5, alpha=0.5, color=color)
+        for run in runs:
+            for point in run.get("held_out", []):
+                by_hours.plot(point["hours"], point["held_out_policy_coverage"], "o", color=color)
     by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (1 m bins)", xlim=(0, None),
                  title="per env step (training evaluation; dashed: official, A100)")
     by_hours.set(xlabel="hours of a 2-core CPU", ylabel="policy coverage (1 m bins)", xlim=(0, None),
-                 title="per hour (dots: held-out evaluation)")
+                 title="per hour (dots: held-out evaluation, one per seed)")
     for ax in (by_steps, by_hours):
         ax.grid(alpha=0.3)
     by_hours.legend(fontsize=7, loc="lower right", ncol=2)  # the lower right of the hours panel is empty
@@ -159,7 +195,30 @@ def table(summary: dict) -> str:
                      f"{' / '.join(str(held.get(h, '-')) for h in (1.0, 2.0, 3.0))} |")
     lines.append("| official (A100, width 1024) | - | 56 / 107 / 596 / 1232 | (A100: 1.23 / 1.83 / 3.6 h) | "
                  "6000, 3.63 h (A100), 2189 | - |")
+    if summary["groups"]:
+        lines += ["", "| configuration | seeds | held out at 1 h | at 2 h | at 3 h |", "|---|---|---|---|---|"]
+        for name, group in summary["groups"].items():
+            cells = [f"{g['mean']:.0f} ({', '.join(str(v) for v in g['per_seed'])})" if g else "-"
+                     for g in (group["held_out"].get(h) for h in ("1.0", "2.0", "3.0"))]
+            lines.append(f"| {name} | {', '.join(group['runs'])} | {' | '.join(cells)} |")
     return "\n".join(lines)
+
+
+def group_summary(runs: dict) -> dict:
+    """Per configuration with two or more seeds: held-out coverage at each hour, mean and per seed, over the
+    seeds that reached that hour (the row names them)."""
+    groups = {}
+    for name, labels in seed_groups(runs).items():
+        if len(labels) < 2:
+            continue
+        held: dict[str, dict] = {}
+        for hour in sorted({p["hours"] for label in labels for p in runs[label].get("held_out", [])}):
+            values = {label: p["held_out_policy_coverage"] for label in labels
+                      for p in runs[label].get("held_out", []) if p["hours"] == hour}
+            held[str(float(hour))] = {"mean": round(float(np.mean(list(values.values()))), 1),
+                                      "per_seed": list(values.values()), "runs": list(values)}
+        groups[name] = {"runs": labels, "held_out": held}
+    return groups
 
 
 def main() -> None:
@@ -187,6 +246,7 @@ def main() -> None:
             run["held_out"] = held_out(Path(folder), args.held_out_hours, args.held_out_seed,
                                        lambda e, epochs=epochs, hours=hours: float(np.interp(e, epochs, hours)))
         summary["runs"][label] = run
+    summary["groups"] = group_summary(summary["runs"])
     summary["table"] = table(summary)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
