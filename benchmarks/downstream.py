@@ -164,7 +164,7 @@ def random_skills(task_name: str, seed: int, episodes: int, path: Path) -> dict:
 def gather(out: Path) -> dict:
     """Collect every run file under ``out/curves`` into one results dict, with per-task summaries: each agent at
     the steps every run of the task reached (``common_steps``) and at its own last steps, and the untrained
-    controller (the hierarchical runs' step-0 evaluations)."""
+    controller (the hierarchical runs' step-0 evaluations), also paired by seed (trained minus untrained)."""
     results: dict = {"tasks": {}}
     for path in sorted((out / "curves").glob("*.json")):
         row = json.loads(path.read_text())
@@ -189,6 +189,13 @@ def gather(out: Path) -> dict:
                                                          for r in agents["hierarchical"]["runs"].values()])
             trained = summary["hierarchical"]["at_last_steps"]
             summary["learned"] = trained["low"] > untrained["high"]  # non-overlapping 95% intervals
+            # Paired by seed: each run's controller after training minus the same controller before any update.
+            # The untrained score varies most between seeds (which skill a fresh network happens to favour), and
+            # pairing removes that from the comparison; a paired interval above 0 says training helped.
+            last = summary["hierarchical"]["last_steps"]
+            gain = summary["gain_over_untrained_paired"] = interval(
+                [_at(r["points"], last) - r["points"][0][1] for r in agents["hierarchical"]["runs"].values()])
+            summary["learned_paired"] = gain["low"] > 0
             if "random_skills" in summary:
                 summary["beats_random_skills"] = trained["low"] > summary["random_skills"]["high"]
             if "flat" in agents:
@@ -285,7 +292,9 @@ def main() -> None:
             if kind in summary:
                 print(f"{name:15s} {kind:12s} at {summary['common_steps']:6d} {show(summary[kind]['at_common_steps'])}"
                       f"; at {summary[kind]['last_steps']:6d} {show(summary[kind]['at_last_steps'])}")
-        print(f"{name:15s} learned: {summary.get('learned')}, beats random skills: "
+        if "gain_over_untrained_paired" in summary:
+            print(f"{name:15s} trained - untrained, paired by seed {show(summary['gain_over_untrained_paired'])}")
+        print(f"{name:15s} learned: {summary.get('learned')} (paired: {summary.get('learned_paired')}), beats random skills: "
               f"{summary.get('beats_random_skills')}, beats flat: {summary.get('beats_flat')}")
     print(f"wrote {args.out / 'downstream.json'} and .png")
 
