@@ -82,16 +82,19 @@ def spread(values: list[float]) -> dict[str, Any]:
 
 
 def ordering(summary: dict[str, Any]) -> list[str]:
-    """Per env, the methods by mean coverage at the end, best first: held out when every method of the env has it,
-    else the training evaluation (one kind of number per ranking)."""
+    """Per env, the methods by mean coverage at the end, best first: held out (finished runs) where any method has
+    it, naming the methods without a finished run yet, else the training evaluation (one kind of number per
+    ranking)."""
     lines = []
     for env in dict.fromkeys(group["env"] for group in summary["groups"]):
         groups = [g for g in summary["groups"] if g["env"] == env]
-        kind = "held_out" if all(g.get("held_out") for g in groups) else "final"
+        kind = "held_out" if any(g.get("held_out") for g in groups) else "final"
         scored = sorted(((g[kind]["mean"], g["method"]) for g in groups if g.get(kind)), reverse=True)
         ranked = " > ".join(f"{method} ({number:.0f})" for number, method in scored)
-        what = "held out" if kind == "held_out" else "training evaluation"
-        lines.append(f"- {env} ({what}): {ranked or 'no evaluation yet'}")
+        what = "held out, finished runs" if kind == "held_out" else "training evaluation"
+        missing = [g["method"] for g in groups if not g.get(kind)]
+        lines.append(f"- {env} ({what}): {ranked or 'no evaluation yet'}"
+                     + (f"; not yet: {', '.join(missing)}" if missing and ranked else ""))
     return lines
 
 
@@ -111,6 +114,8 @@ def main() -> None:
         for group in summary["groups"]:
             seconds = group["epoch_seconds"]
             for run in group["runs"]:
+                if not run["finished"]:  # a snapshot of a run still training is not its end
+                    continue
                 trial = trials[Path(run["run_dir"]).name]
                 has_phi = trial.config(1).algo in PHI_METHODS
                 try:
