@@ -177,6 +177,14 @@ def first_hours(rows: list[dict], bins: int) -> str:
     return f"{hit['hours']:.2f}" if hit else "-"
 
 
+def held_out_cell(point: dict | None) -> str:
+    """``mean (s0 value, s1 value)`` of one configuration at one hour, naming the seeds measured; ``-`` if none."""
+    if point is None:
+        return "-"
+    seeds = ", ".join(f"{run.rsplit('-', 1)[1]} {value}" for run, value in zip(point["runs"], point["per_seed"]))
+    return f"{point['mean']:.0f} ({seeds})"
+
+
 def table(summary: dict) -> str:
     lines = ["| run | differs from the paper's settings (width 256) | coverage at 0.8 / 1.6 / 3.2 / 4.8 M steps | "
              "hours to 596 / 1,232 / 2,000 bins | last evaluation: epoch, hours, coverage | held out at 1 / 2 / 3 h |",
@@ -198,15 +206,14 @@ def table(summary: dict) -> str:
     if summary["groups"]:
         lines += ["", "| configuration | seeds | held out at 1 h | at 2 h | at 3 h |", "|---|---|---|---|---|"]
         for name, group in summary["groups"].items():
-            cells = [f"{g['mean']:.0f} ({', '.join(str(v) for v in g['per_seed'])})" if g else "-"
-                     for g in (group["held_out"].get(h) for h in ("1.0", "2.0", "3.0"))]
+            cells = [held_out_cell(group["held_out"].get(h)) for h in ("1.0", "2.0", "3.0")]
             lines.append(f"| {name} | {', '.join(group['runs'])} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
 
 def group_summary(runs: dict) -> dict:
     """Per configuration with two or more seeds: held-out coverage at each hour, mean and per seed, over the
-    seeds that reached that hour (the row names them)."""
+    seeds that reached that hour (named beside their values)."""
     groups = {}
     for name, labels in seed_groups(runs).items():
         if len(labels) < 2:
