@@ -17,10 +17,9 @@ import json
 import shutil
 from pathlib import Path
 
-from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, evaluate_checkpoint
 
 OUT = Path("benchmarks/results/campaigns")
-HELD_OUT_SEED = 1000
 
 
 def land(name: str, run_dir: Path, out: Path, epoch_seconds: float | None) -> dict:

@@ -31,6 +31,7 @@ if str(ROOT) not in sys.path:
 from learning_speed import held_out  # noqa: E402  (benchmarks/ is this script's folder)
 
 from metra_gym.skill_checkpoint.format import CheckpointError  # noqa: E402
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED  # noqa: E402
 from pretrain.run.callbacks import read_history  # noqa: E402
 from pretrain.sweep.summary import summarize, write_summary  # noqa: E402
 from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--sweep-file", type=Path, default=ROOT / "benchmarks" / "comparison.yaml")
     parser.add_argument("--run-root", type=Path, required=True, help="the sweep's --run-root")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "comparison")
-    parser.add_argument("--held-out-seed", type=int, default=1000)
+    parser.add_argument("--held-out-seed", type=int, default=HELD_OUT_SEED)
     parser.add_argument("--goals", type=int, default=50, help="zero-shot goals per METRA / LSD run (0: none)")
     parser.add_argument("--no-held-out", action="store_true", help="the training evaluation only (fast)")
     args = parser.parse_args()

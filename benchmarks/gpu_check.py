@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-HELD_OUT_SEED = 1000  # the held-out evaluation seed of benchmarks/README.md
 NVIDIA_EGL_VENDOR = "/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json"
 
 # What --tiny changes in the quadruped configs: the smallest run that still goes through every step.
@@ -218,7 +217,7 @@ def random_coverage(env_kwargs: dict[str, Any], n: int, steps: int, seed: int) -
 def held_out(run_dir: Path, work: Path, out: Path, tiny: bool, log: Log) -> dict[str, Any]:
     """Step 4: export, held-out coverage of the trained skills, and of random actions."""
     from metra_gym.skill_policy import SkillPolicy
-    from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
+    from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, evaluate_checkpoint
     from pretrain.export import export_run
 
     n_skills, steps = (4, 20) if tiny else (48, 200)

@@ -34,7 +34,7 @@ from metra_gym.envs import kitchen
 from metra_gym.registration import KITCHEN_EPISODE_STEPS, TASK_SUCCESS_KEY
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kitchen" / "summary.json"
-HELD_OUT_SEED = 90_000  # random actions, the untrained network and resets: seeds used by no test or run
+BASELINE_SEED = 90_000  # random actions, the untrained network and resets: seeds used by no test or run
 EPISODES = 48
 
 
@@ -81,8 +81,8 @@ def random_action_tasks(episodes: int = EPISODES) -> dict:
     achieved = dict.fromkeys(kitchen.TASKS, False)
     per_episode = []
     for i in range(episodes):
-        rng = np.random.default_rng(HELD_OUT_SEED + i)
-        env.reset(seed=HELD_OUT_SEED + i)
+        rng = np.random.default_rng(BASELINE_SEED + i)
+        env.reset(seed=BASELINE_SEED + i)
         episode: set[str] = set()
         for _ in range(KITCHEN_EPISODE_STEPS):
             *_, info = env.step(rng.uniform(-1, 1, 7).astype(np.float32))
@@ -93,7 +93,7 @@ def random_action_tasks(episodes: int = EPISODES) -> dict:
     env.close()
     return {"tasks_achieved": sum(achieved.values()), "tasks": achieved,
             "mean_tasks_per_episode": float(np.mean(per_episode)), "episodes": episodes,
-            "seeds": f"{HELD_OUT_SEED}-{HELD_OUT_SEED + episodes - 1}"}
+            "seeds": f"{BASELINE_SEED}-{BASELINE_SEED + episodes - 1}"}
 
 
 def untrained_skill_tasks(episodes: int = EPISODES) -> dict:
@@ -103,10 +103,10 @@ def untrained_skill_tasks(episodes: int = EPISODES) -> dict:
     from pretrain.run.config import load_config
 
     with tempfile.TemporaryDirectory() as tmp:
-        checkpoint = export_untrained(load_config("kitchen_state", [f"seed={HELD_OUT_SEED}"]), Path(tmp) / "untrained")
-        result = evaluate_checkpoint(str(checkpoint), Path(tmp) / "eval", n_skills=episodes, seed=HELD_OUT_SEED)
+        checkpoint = export_untrained(load_config("kitchen_state", [f"seed={BASELINE_SEED}"]), Path(tmp) / "untrained")
+        result = evaluate_checkpoint(str(checkpoint), Path(tmp) / "eval", n_skills=episodes, seed=BASELINE_SEED)
     return {"tasks_achieved": result["tasks_achieved"], "tasks": result["tasks"], "episodes": episodes,
-            "network_and_reset_seed": HELD_OUT_SEED}
+            "network_and_reset_seed": BASELINE_SEED}
 
 
 def main() -> None:

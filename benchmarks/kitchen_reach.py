@@ -33,11 +33,10 @@ from measurements import append_measurement
 from metra_gym.envs.kitchen import EE_SPEED, FRAME_SKIP, ROBOT_DOFS, MetraKitchenEnv
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.evaluate_checkpoint import episode_steps, rollout_observations
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, episode_steps, rollout_observations
 from pretrain.project_paths import checkpoint_reference
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kitchen" / "reach.json"
-HELD_OUT_SEED = 1000
 ROLLOUTS = 48
 # MetraKitchenEnv.state(): end-effector x-y-z, robot qpos (ROBOT_DOFS), robot qvel (ROBOT_DOFS), object qpos, ...
 OBJECT_QPOS = slice(3 + 2 * ROBOT_DOFS, 3 + ROBOT_DOFS + 30)  # of the kitchen's 30 qpos (the env checks), after the robot's

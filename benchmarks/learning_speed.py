@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED
 from pretrain.project_paths import project_path
 
 # Official code, state Ant, 2-D skills, seed 0, one A100 node (shared/metra-reference.md section 5).
@@ -235,7 +236,7 @@ def main() -> None:
     parser.add_argument("--epoch-seconds", nargs="*", default=[], metavar="LABEL=SECONDS",
                         help="idle seconds per epoch of a run's variant, to estimate idle hours")
     parser.add_argument("--held-out-hours", type=float, nargs="*", default=[])
-    parser.add_argument("--held-out-seed", type=int, default=1000)
+    parser.add_argument("--held-out-seed", type=int, default=HELD_OUT_SEED)
     parser.add_argument("--machine", default="")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_speed"))
     args = parser.parse_args()

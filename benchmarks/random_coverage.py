@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from pretrain.evaluation.coverage import SkillRollouts, coverage
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED
 from pretrain.run.config import load_config
 from pretrain.run.envs import env_factory
 
 
-def random_action_coverage(config_name: str, n_rollouts: int = 48, seed: int = 1000) -> dict:
+def random_action_coverage(config_name: str, n_rollouts: int = 48, seed: int = HELD_OUT_SEED) -> dict:
     """Coverage of ``n_rollouts`` random-action episodes in the environment of a training config."""
     config = load_config(config_name, [])
     make = env_factory(config)
@@ -40,7 +41,7 @@ def random_action_coverage(config_name: str, n_rollouts: int = 48, seed: int = 1
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", nargs="+", default=["ant", "half_cheetah", "quadruped_state"])
-    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=HELD_OUT_SEED)
     parser.add_argument("--out", default="benchmarks/results/random_coverage/summary.json")
     args = parser.parse_args()
     out = Path(args.out)

@@ -32,10 +32,8 @@ import torch
 
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.evaluate_checkpoint import check_out_dir, episode_steps
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, check_out_dir, episode_steps
 from pretrain.project_paths import checkpoint_reference
-
-HELD_OUT_SEED = 1000  # the held-out evaluation seed of benchmarks/README.md
 
 
 def unlimited_hinges(model: mujoco.MjModel) -> dict[str, int]:
