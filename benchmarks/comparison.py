@@ -129,8 +129,12 @@ def main() -> None:
                     run["held_out"] = point
             measured = [run["held_out"] for run in group["runs"] if "held_out" in run]
             if measured:
+                # Where the held-out points sit (the figure's dot): the measured runs' own ends, not the last epoch
+                # every seed has reached (while a seed still trains, that is far before the finished runs' ends).
                 group["held_out"] = {**spread([p["held_out_policy_coverage"] for p in measured]),
-                                     "epochs": [p["epoch"] for p in measured]}
+                                     "epochs": [p["epoch"] for p in measured],
+                                     "env_steps": float(np.mean([p["env_steps"] for p in measured])),
+                                     "hours": float(np.mean([p["hours"] for p in measured]))}
             distances = [p["goal_distance"]["mean"] for p in measured if "goal_distance" in p]
             if distances:
                 group["goal_distance"] = spread(distances)

@@ -95,8 +95,9 @@ def summarize(trials: list[Trial], run_root: str | Path,
 def table(summary: dict[str, Any]) -> str:
     """A markdown table: one row per env and method."""
     held = any("held_out" in group for group in summary["groups"])
-    header = ("| env | method | seeds finished | end: epoch, env steps, hours | policy coverage at the end: mean ± std "
-              "(per seed) |" + (" held out at the end: mean ± std (per seed) |" if held else ""))
+    header = ("| env | method | seeds finished | last epoch every seed reached: epoch, env steps, hours | policy coverage "
+              "there: mean ± std (per seed) |" + (" held out at each finished run's end: mean ± std (per seed) |"
+                                                   if held else ""))
     lines = [header, "|---" * (5 + held) + "|"]
     for group in summary["groups"]:
         final = group["final"]
@@ -131,15 +132,15 @@ def plot(summary: dict[str, Any], path: Path) -> None:
             curve = group["curve"]
             mean = [point["mean"] for point in curve]
             low, high = [point["min"] for point in curve], [point["max"] for point in curve]
-            label = f"{group['method']} ({len(group['seeds'])} seeds)"
+            label = f"{group['method']} ({group['finished_seeds']} of {len(group['seeds'])} seeds finished)"
             final, held = group["final"], group.get("held_out")  # held out: added by benchmarks/comparison.py
             for ax, x, key, scale in ((by_steps, [p["env_steps"] / 1e6 for p in curve], "env_steps", 1e6),
                                       (by_hours, [p["hours"] for p in curve], "hours", 1.0)):
                 ax.plot(x, mean, color=colors[group["method"]], lw=1.8, label=label)
                 ax.fill_between(x, low, high, color=colors[group["method"]], alpha=0.2, lw=0)
-                if held and final:
-                    ax.errorbar(final[key] / scale, held["mean"], yerr=held["std"], fmt="o", capsize=3,
-                                color=colors[group["method"]])
+                if held and (key in held or final):  # at the held-out runs' own ends where given
+                    ax.errorbar(held.get(key, final and final[key]) / scale, held["mean"], yerr=held["std"], fmt="o",
+                                capsize=3, color=colors[group["method"]])
         by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (bins)", title=f"{env}: per env step")
         by_hours.set(xlabel="hours (" + ("idle estimate" if summary["hours"].startswith("idle") else "wall clock")
                      + ")", ylabel="policy coverage (bins)", title=f"{env}: per hour")
