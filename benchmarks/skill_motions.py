@@ -6,6 +6,9 @@ with ``--seed`` from the checkpoint's prior, resets seeded ``seed + i``, the tra
 ``metra-pretrain evaluate``) and records for each skill
 
 - the net displacement of the coverage coordinates (m), start to end of the episode;
+- for x-y coordinates, the direction of that displacement (the table gives the largest angle between neighbouring
+  directions and how many skills travel within 3 degrees of another: crowded directions share their bins; beside
+  them the same for the 2-D skills' own directions, which random draws crowd as much);
 - the net turns of every unlimited hinge joint of the model (HalfCheetah's ``rooty``, the torso's pitch: a
   somersaulting skill gains one turn per flip; models whose root is a free joint, like Ant's, have none);
 
@@ -16,7 +19,7 @@ normalised observation, averaged over every 10th visited state.
         lsd=runs/comparison/half_cheetah-lsd-seed=0/snapshots/epoch_001000 \\
         metra=runs/comparison/half_cheetah-metra-seed=0/snapshots/epoch_001050 --out benchmarks/results/skill_motions
 
-writes ``summary.json`` (every skill) and ``table.md`` (per checkpoint: skills travelling more than ``--far`` m,
+writes ``summary.json`` (every skill; the paths' coverage, and that of straight lines from each start to the same end) and ``table.md`` (per checkpoint: skills travelling more than ``--far`` m,
 skills turning over at least once, median and largest displacement, most turns of one skill).
 """
 
@@ -32,6 +35,7 @@ import torch
 
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
+from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, check_out_dir, episode_steps
 from pretrain.project_paths import checkpoint_reference
 
@@ -43,35 +47,57 @@ def unlimited_hinges(model: mujoco.MjModel) -> dict[str, int]:
             if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE and not model.jnt_limited[j]}
 
 
-def skill_motions(checkpoint: str, n_skills: int = 48, seed: int = HELD_OUT_SEED) -> dict[str, Any]:
-    """Net displacement (m) and net turns of the unlimited hinges for each of ``n_skills`` held-out skills."""
+def radial_line_coverage(directions_deg: list[float], lengths: list[float], steps: int) -> dict[str, int]:
+    """Bins of straight lines from the origin, one per direction, each ``length`` metres long: the held-out coverage
+    that skills running straight along these directions would get, for each length."""
+    unit = np.stack([np.cos(np.radians(directions_deg)), np.sin(np.radians(directions_deg))], axis=-1)
+    line = np.linspace(0.0, 1.0, 20 * steps + 1)[None, :, None]
+    return {f"{length:g}": coverage(unit[:, None, :] * line * length) for length in lengths}
+
+
+def skill_motions(checkpoint: str, n_skills: int = 48, seed: int = HELD_OUT_SEED,
+                  lengths: tuple[float, ...] = (32.0, 40.0, 46.0, 52.0)) -> dict[str, Any]:
+    """Net displacement (m) and net turns of the unlimited hinges for each of ``n_skills`` held-out skills, rolled
+    out exactly as ``metra-pretrain evaluate`` rolls them out (one batch, so its coverage is the held-out one)."""
     policy = SkillPolicy.from_pretrained(checkpoint)
     steps = episode_steps(policy)
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed, prior=policy.skill_prior)
-    env = policy.make_env(steps)
-    model = env.unwrapped.model
-    hinges = unlimited_hinges(model)
-    rows, visited = [], []
-    for i, z in enumerate(skills):
-        obs, info = env.reset(seed=seed + i)
-        start, angles = np.asarray(info["coordinates"], dtype=float), {n: float(env.unwrapped.data.qpos[a])
-                                                                     for n, a in hinges.items()}
-        end = start
-        for _ in range(steps):
-            obs, _, terminated, truncated, info = env.step(policy.act(obs, z))
-            visited.append(obs)
-            end = np.asarray(info["coordinates"], dtype=float)
-            if terminated or truncated:
-                break
+    rollouts = SkillRollouts(lambda: policy.make_env(steps), n_skills, steps)
+    hinges = unlimited_hinges(rollouts.envs[0].unwrapped.model)
+    starts: list[np.ndarray] = []
+
+    def act(obs: np.ndarray, z: np.ndarray) -> np.ndarray:
+        if not starts:  # the first call comes right after the resets
+            starts.extend(env.unwrapped.data.qpos.copy() for env in rollouts.envs)
+        return policy.act(obs, z)
+
+    observations: list[np.ndarray] = []
+    positions = rollouts.run(act, skills, seed=seed, observations=observations)
+    ends = [env.unwrapped.data.qpos.copy() for env in rollouts.envs]  # an ended episode is not stepped further
+    rollouts.close()
+    rows = []
+    for z, path, qpos0, qpos1 in zip(skills, positions, starts, ends):
+        move = path[-1] - path[0]
         rows.append({"skill": int(np.argmax(z)) if policy.discrete else z.round(4).tolist(),
-                     "displacement_m": round(float(np.linalg.norm(end - start)), 2),
-                     "turns": {n: round((float(env.unwrapped.data.qpos[a]) - angles[n]) / (2 * np.pi), 2)
-                               for n, a in hinges.items()}})
-    env.close()
+                     "displacement_m": round(float(np.linalg.norm(move)), 2),
+                     **({"direction_deg": round(float(np.degrees(np.arctan2(move[1], move[0]))), 1)}
+                        if len(move) == 2 else {}),
+                     "turns": {n: round(float(qpos1[a] - qpos0[a]) / (2 * np.pi), 2) for n, a in hinges.items()}})
+    # The bins of the paths, and of straight lines from each start to the same end: equal when the skills run straight,
+    # so that their bins follow from how far they travel alone.
+    line = np.linspace(0.0, 1.0, 20 * steps + 1)[None, :, None]
+    straight = positions[:, :1] + (positions[:, -1:] - positions[:, :1]) * line
+    visited = np.concatenate(observations[1::10])  # every 10th step's observations of every skill
+    # Random draws crowd too: for 2-D continuous skills, the same spread of the skills' own directions, and the bins of
+    # straight runners along them at a few lengths (what a given speed is worth on this metric).
+    planar = policy.skill_dim == 2 and not policy.discrete and positions.shape[-1] == 2
+    z_directions = np.degrees(np.arctan2(skills[:, 1], skills[:, 0])).round(1).tolist() if planar else None
     return {"checkpoint": checkpoint_reference(checkpoint), "env_id": policy.env_id,
             "algorithm": policy.algorithm, "n_skills": n_skills, "steps": steps, "seed": seed,
-            "unlimited_hinges": list(hinges),
-            "phi_input_gradient": phi_input_gradient(policy, np.stack(visited[::10])), "skills": rows}
+            "policy_coverage": coverage(positions), "straight_line_coverage": coverage(straight),
+            "unlimited_hinges": list(hinges), "skill_directions_deg": z_directions,
+            "radial_line_coverage": radial_line_coverage(z_directions, list(lengths), steps) if planar else None,
+            "phi_input_gradient": phi_input_gradient(policy, visited), "skills": rows}
 
 
 def phi_input_gradient(policy: SkillPolicy, observations: np.ndarray) -> list[float] | None:
@@ -85,17 +111,34 @@ def phi_input_gradient(policy: SkillPolicy, observations: np.ndarray) -> list[fl
     return [round(v, 3) for v in torch.stack(rows, dim=1).norm(dim=1).mean(dim=0).tolist()]
 
 
+def direction_spread(directions_deg: list[float], close: float = 3.0) -> tuple[float, int]:
+    """The largest angle between neighbouring travel directions (degrees; 48 even skills: 7.5) and how many skills
+    have another within ``close`` degrees: skills crowded into a few directions share their bins."""
+    angles = np.sort(np.asarray(directions_deg) % 360.0)
+    gaps = np.diff(np.r_[angles, angles[0] + 360.0])  # gaps[i]: from skill i to the next one round the circle
+    crowded = (gaps < close) | (np.roll(gaps, 1) < close)
+    return float(gaps.max()), int(crowded.sum())
+
+
 def table(results: dict[str, dict[str, Any]], far: float) -> str:
-    lines = [f"| checkpoint | algorithm | env | skills | travel > {far:g} m | turn over >= 1 | median travel (m) |"
-             " max travel (m) | most turns |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| checkpoint | algorithm | env | skills | bins (straight lines to the same ends) | travel > {far:g} m | turn over >= 1 | median travel (m) |"
+             " max travel (m) | most turns |"
+             " largest gap between directions (skills' z) | skills within 3 deg of another (skills' z) |", "|---" * 12 + "|"]
     for label, result in results.items():
         travel = np.array([row["displacement_m"] for row in result["skills"]])
         turned = sum(any(abs(t) >= 1 for t in row["turns"].values()) for row in result["skills"])
         flips = str(turned) if result["unlimited_hinges"] else "- (no unlimited hinge)"
+        directions = [row["direction_deg"] for row in result["skills"] if "direction_deg" in row]
+        gap, crowded = direction_spread(directions) if len(directions) > 1 else (None, None)
+        spread = "- | -" if gap is None else f"{gap:.1f} deg | {crowded}"
+        if gap is not None and result["skill_directions_deg"]:
+            z_gap, z_crowded = direction_spread(result["skill_directions_deg"])
+            spread = f"{gap:.1f} deg ({z_gap:.1f}) | {crowded} ({z_crowded})"
         most = max((abs(t) for row in result["skills"] for t in row["turns"].values()), default=None)
         lines.append(f"| {label} | {result['algorithm']} | {result['env_id']} | {len(travel)} | "
+                     f"{result['policy_coverage']} ({result['straight_line_coverage']}) | "
                      f"{int((travel > far).sum())} | {flips} | {np.median(travel):.1f} | {travel.max():.1f} | "
-                     f"{'-' if most is None else f'{most:.1f}'} |")
+                     f"{'-' if most is None else f'{most:.1f}'} | {spread} |")
     return "\n".join(lines) + "\n"
 
 
