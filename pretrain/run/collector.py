@@ -57,7 +57,9 @@ def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int]
     th.set_num_threads(1)
     run_config = build_config({**config, "n_envs": len(env_ids)})
     venv = training_env(run_config, env_factory(run_config))
-    actor = th.load(io.BytesIO(actor_bytes), weights_only=False)
+    # The workers step environments on the CPU: a learner on a GPU sends a CUDA actor, which would meet CPU observations
+    # (and start CUDA in every worker). The weights of each epoch come as CPU tensors too (`collect`).
+    actor = th.load(io.BytesIO(actor_bytes), map_location="cpu", weights_only=False)
     actor.set_training_mode(False)
     low, high = venv.action_space.low, venv.action_space.high
     obs = None
