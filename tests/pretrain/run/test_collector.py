@@ -8,6 +8,8 @@ import sys
 import time
 
 import numpy as np
+import pytest
+import torch as th
 
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.run.config import load_config
@@ -80,3 +82,12 @@ def test_workers_exit_without_a_traceback_when_the_trainer_is_killed(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert "Traceback" not in err and "Error" not in err, err
+
+
+@pytest.mark.skipif(not th.cuda.is_available(), reason="needs a GPU: the learner's actor on CUDA, the workers on CPU")
+def test_overlapped_collects_for_a_learner_on_a_gpu(tmp_path):
+    # The worker receives the learner's actor; on a GPU its weights are CUDA tensors and the observations CPU ones.
+    # Epochs 3 and 4 act with it (the first two, up to learning_starts, draw random actions).
+    train(load_config("point_mass", [*TINY, "epochs=4", "save_every=4", "collector=overlapped", "device=cuda"]),
+          tmp_path / "gpu", verbose=0)
+    assert _latest(tmp_path / "gpu").replay_buffer.pos == 4 * 50
