@@ -47,12 +47,18 @@ def unlimited_hinges(model: mujoco.MjModel) -> dict[str, int]:
             if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE and not model.jnt_limited[j]}
 
 
+def straight_paths(starts: np.ndarray, ends: np.ndarray, steps: int) -> np.ndarray:
+    """Straight lines from ``starts`` to ``ends`` (n, c), sampled densely enough (20 points per step) that no bin
+    they cross is skipped: (n, 20 * steps + 1, c)."""
+    line = np.linspace(0.0, 1.0, 20 * steps + 1)[None, :, None]
+    return starts[:, None, :] + (ends - starts)[:, None, :] * line
+
+
 def radial_line_coverage(directions_deg: list[float], lengths: list[float], steps: int) -> dict[str, int]:
     """Bins of straight lines from the origin, one per direction, each ``length`` metres long: the held-out coverage
     that skills running straight along these directions would get, for each length."""
     unit = np.stack([np.cos(np.radians(directions_deg)), np.sin(np.radians(directions_deg))], axis=-1)
-    line = np.linspace(0.0, 1.0, 20 * steps + 1)[None, :, None]
-    return {f"{length:g}": coverage(unit[:, None, :] * line * length) for length in lengths}
+    return {f"{length:g}": coverage(straight_paths(np.zeros_like(unit), unit * length, steps)) for length in lengths}
 
 
 def skill_motions(checkpoint: str, n_skills: int = 48, seed: int = HELD_OUT_SEED,
@@ -85,8 +91,7 @@ def skill_motions(checkpoint: str, n_skills: int = 48, seed: int = HELD_OUT_SEED
                      "turns": {n: round(float(qpos1[a] - qpos0[a]) / (2 * np.pi), 2) for n, a in hinges.items()}})
     # The bins of the paths, and of straight lines from each start to the same end: equal when the skills run straight,
     # so that their bins follow from how far they travel alone.
-    line = np.linspace(0.0, 1.0, 20 * steps + 1)[None, :, None]
-    straight = positions[:, :1] + (positions[:, -1:] - positions[:, :1]) * line
+    straight = straight_paths(positions[:, 0], positions[:, -1], steps)
     visited = np.concatenate(observations[1::10])  # every 10th step's observations of every skill
     # Random draws crowd too: for 2-D continuous skills, the same spread of the skills' own directions, and the bins of
     # straight runners along them at a few lengths (what a given speed is worth on this metric).
