@@ -5,7 +5,7 @@
 
 from metra_gym.registration import register_envs
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 register_envs()
 
