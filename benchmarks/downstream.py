@@ -60,14 +60,36 @@ def skills_digest(task_name: str) -> str:
     return hashlib.sha256((Path(folder) / "model.safetensors").read_bytes()).hexdigest()[:12]
 
 
+def curve_state(path: Path) -> str:
+    """``"finished"``, ``"running"`` (its writer, a process of this machine, is alive) or ``"killed"``. Curves
+    written before the ``finished`` flag count as finished."""
+    row = json.loads(path.read_text())
+    if row.get("finished", True):
+        return "finished"
+    writer = row.get("writer", {})
+    if writer.get("host") != platform.node():
+        return "running"  # another machine's process: it cannot be checked from here
+    try:
+        os.kill(writer["pid"], 0)
+    except ProcessLookupError:
+        return "killed"
+    except PermissionError:
+        pass  # alive, another user's
+    return "running"
+
+
 def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int, time_limit: float,
         out: Path, flat_device: str = "cpu", skip_existing: bool = False, final_episodes: int = 50) -> dict | None:
     """Train one agent, evaluating as it goes; returns (and keeps writing) its curve. With ``skip_existing``, a
-    run whose file exists (finished, or started by another invocation) is left alone."""
+    run whose curve is finished, or is being written by a live process of this machine, is left alone; the
+    partial curve of a killed run is started again (runs do not resume)."""
     path = out / "curves" / f"{task_name}-{agent_kind}-s{seed}.json"
     if skip_existing and path.exists():
-        print(f"{task_name} {agent_kind} seed {seed}: {path} exists, skipped", flush=True)
-        return None
+        state = curve_state(path)
+        if state != "killed":
+            print(f"{task_name} {agent_kind} seed {seed}: {path} is {state}, skipped", flush=True)
+            return None
+        print(f"{task_name} {agent_kind} seed {seed}: {path} was left by a killed run, started again", flush=True)
     import gymnasium as gym
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
@@ -89,7 +111,8 @@ def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int,
     path.parent.mkdir(parents=True, exist_ok=True)
     row = {"task": task_name, "agent": agent_kind, "algorithm": type(agent).__name__, "seed": seed,
            "steps": steps, "points": [], "episodes": [], "seconds": 0.0, "stopped_by_time_limit": False,
-           "device": "cpu" if hierarchical else flat_device, "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
+           "device": "cpu" if hierarchical else flat_device, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+           "writer": {"host": platform.node(), "pid": os.getpid()}, "finished": False}
     if hierarchical:
         row["skills_sha256"] = skills_digest(task_name)
     start = time.time()
@@ -127,6 +150,7 @@ def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int,
     curve = Curve()
     agent.learn(steps // scale, callback=curve)
     curve._evaluate(final_episodes)
+    row["finished"] = True
     write(row)
     print(f"{task_name} {agent_kind} seed {seed}: return {row['points'][-1][1]:.2f} after "
           f"{row['points'][-1][0]} steps ({row['seconds']} s)", flush=True)
@@ -168,6 +192,9 @@ def gather(out: Path) -> dict:
     results: dict = {"tasks": {}}
     for path in sorted((out / "curves").glob("*.json")):
         row = json.loads(path.read_text())
+        if not row.get("finished", True):
+            print(f"{path}: {curve_state(path)}, not finished; left out of the summary", flush=True)
+            continue
         results["tasks"].setdefault(row["task"], {}).setdefault(row["agent"], {})[str(row["seed"])] = row
     for name, agents in results["tasks"].items():
         # Compare the trained agents at the low-level steps that every run of the task reached.
