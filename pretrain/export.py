@@ -144,7 +144,8 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
     hours = provenance.get("wall_clock_h")
     rows = [("run", provenance.get("run")),
             ("env steps", f"{provenance.get('env_steps', 0):,}{epochs}"),
-            ("training time", f"{hours} h on {provenance.get('machine')}" if hours is not None else None),
+            ("wall-clock training time (runs sharing the machine take longer)",
+             f"{hours} h on {provenance.get('machine')}" if hours is not None else None),
             ("seed", provenance.get("seed")),
             ("policy coverage, training evaluation (48 skills, 1 m bins)", provenance.get("policy_coverage"))]
     rows = [(name, value) for name, value in rows if value is not None]
