@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 
+# Every bundled checkpoint: today's skills and the earlier releases, which stay loadable by their version names.
+BUNDLED_NAMES = ("ant", "half_cheetah", "quadruped_state", "ant-0.2", "ant-0.1", "half_cheetah-0.1")
+
+
 def heavy_modules_after(imports: str, env_id: str, heavy: tuple[str, ...]) -> list[str]:
     """Which of ``heavy`` a fresh interpreter has loaded after ``import {imports}`` and ``gym.spec(env_id)``."""
     code = (f"import sys, gymnasium as gym, {imports}\n"

@@ -10,7 +10,7 @@ from metra_gym.skill_checkpoint.format import FORMAT_VERSION, CheckpointError, r
 from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 
-from .helpers import broken_checkpoint, set_key
+from .helpers import BUNDLED_NAMES, broken_checkpoint, set_key
 
 
 def _copy(tmp_path, edit_config=None, edit_weights=None, rehash=True):
@@ -95,7 +95,7 @@ def test_weights_that_do_not_match_the_recorded_sha256_are_refused(tmp_path):
 
 
 def test_bundled_checkpoints_are_format_2_with_their_hash():
-    for name in ("ant", "half_cheetah", "quadruped_state", "ant-0.2", "ant-0.1", "half_cheetah-0.1"):  # earlier releases stay reachable
+    for name in BUNDLED_NAMES:
         folder = resolve_checkpoint(name)
         config = read_config(folder)
         assert config["format_version"] == 2 <= FORMAT_VERSION  # tanh actors: the lowest version that reads them

@@ -16,6 +16,7 @@ from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_checkpoint.hub import bundled_checkpoints, resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 from tests.metra_gym.fake_hub import FakeHub
+from tests.metra_gym.helpers import BUNDLED_NAMES
 
 BUNDLED = Path(resolve_checkpoint("ant"))
 
@@ -163,7 +164,7 @@ def test_hf_endpoint_variable_in_a_fresh_process(tmp_path):
 
 
 def test_bundled_names():
-    assert {"ant", "half_cheetah", "quadruped_state", "ant-0.2", "ant-0.1", "half_cheetah-0.1"} <= set(bundled_checkpoints())
+    assert set(BUNDLED_NAMES) <= set(bundled_checkpoints())
 
 
 def test_a_mistyped_local_path_that_reads_as_a_repo_id_says_so(hub, monkeypatch, tmp_path):
