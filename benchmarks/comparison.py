@@ -10,6 +10,10 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
   ``--held-out-seed``), as ``benchmarks/learning_speed.py`` evaluates snapshots;
 - zero-shot goal reaching of that snapshot (``--goals`` goals) for the methods whose phi defines it (METRA, LSD).
 
+Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
+evaluation rows and end-of-run numbers go to ``OUT/runs/NAME.json``, read back where the run folder is gone; a
+group none of whose runs is on disk or kept that way stays as the earlier ``OUT/summary.json`` has it.
+
     python benchmarks/comparison.py --run-root runs/comparison --out benchmarks/results/comparison
 """
 
@@ -76,6 +80,33 @@ def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_
     return point
 
 
+def read_kept(folder: Path) -> dict[str, dict[str, Any]]:
+    """The kept records of finished runs (``NAME.json``: ``history``, ``held_out``) in ``folder``, by trial name."""
+    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+
+
+def keep(folder: Path, name: str, run_dir: Path, point: dict[str, Any]) -> None:
+    """Keep a finished run's evaluation rows and end-of-run numbers beside the summary (written whole or not at all)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f".{name}.json.partial"
+    partial.write_text(json.dumps({"history": read_history(run_dir), "held_out": point}, indent=1) + "\n")
+    partial.replace(folder / f"{name}.json")
+
+
+def carry_gone_groups(summary: dict[str, Any], earlier: Path) -> list[str]:
+    """Groups with no run on disk or kept: the earlier summary's numbers for them, said so in the group."""
+    if not earlier.is_file():
+        return []
+    before = {(g["env"], g["method"]): g for g in json.loads(earlier.read_text())["groups"]}
+    carried = []
+    for index, group in enumerate(summary["groups"]):
+        old = before.get((group["env"], group["method"]))
+        if not group["curve"] and old and old["curve"]:
+            summary["groups"][index] = {**old, "carried": "from the earlier summary.json: its run folders are gone"}
+            carried.append(f"{group['env']}-{group['method']}")
+    return carried
+
+
 def spread(values: list[float]) -> dict[str, Any]:
     array = np.asarray(values, dtype=float)
     return {"values": values, "n": len(values), "mean": round(float(array.mean()), 1),
@@ -109,15 +140,26 @@ def main() -> None:
     parser.add_argument("--no-held-out", action="store_true", help="the training evaluation only (fast)")
     args = parser.parse_args()
     read = read_sweep_file(args.sweep_file)
-    summary = summarize(read.trials, args.run_root, read.epoch_seconds)
+    kept_folder = args.out / "runs"
+    kept = read_kept(kept_folder)
+    summary = summarize(read.trials, args.run_root, read.epoch_seconds,
+                        landed={name: record["history"] for name, record in kept.items()})
+    carried = carry_gone_groups(summary, args.out / "summary.json")
+    if carried:
+        print(f"  carried from the earlier summary (run folders gone): {', '.join(carried)}", flush=True)
     trials = {trial.name: trial for trial in read.trials}
     if not args.no_held_out:
-        for group in summary["groups"]:
+        for group in (g for g in summary["groups"] if "carried" not in g):
             seconds = group["epoch_seconds"]
             for run in group["runs"]:
                 if not run["finished"]:  # a snapshot of a run still training is not its end
                     continue
-                trial = trials[Path(run["run_dir"]).name]
+                name = Path(run["run_dir"]).name
+                if run["source"] == "landed":
+                    if kept[name].get("held_out"):
+                        run["held_out"] = kept[name]["held_out"]
+                    continue
+                trial = trials[name]
                 has_phi = trial.config(1).algo in PHI_METHODS
                 try:
                     point = end_of_run(Path(run["run_dir"]), seconds, args.held_out_seed, args.goals, has_phi)
@@ -127,6 +169,7 @@ def main() -> None:
                     continue
                 if point is not None:
                     run["held_out"] = point
+                    keep(kept_folder, name, Path(run["run_dir"]), point)
             measured = [run["held_out"] for run in group["runs"] if "held_out" in run]
             if measured:
                 # Where the held-out points sit (the figure's dot): the measured runs' own ends, not the last epoch

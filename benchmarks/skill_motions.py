@@ -155,6 +155,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=HELD_OUT_SEED)
     parser.add_argument("--far", type=float, default=5.0, help="metres that count as travelling")
     parser.add_argument("--out", default="benchmarks/results/skill_motions")
+    parser.add_argument("--add", action="store_true",
+                        help="keep the checkpoints OUT/summary.json already holds (their runs may be gone) and add "
+                             "these, replacing any of the same label")
     args = parser.parse_args()
     pairs = [item.partition("=") for item in args.checkpoints]
     bad = [item for item, (label, eq, ref) in zip(args.checkpoints, pairs) if not (label and eq and ref)]
@@ -163,7 +166,9 @@ def main() -> None:
     if args.skills < 1:
         parser.error(f"--skills must be >= 1, got {args.skills}")
     out = check_out_dir(args.out)
-    results = {label: skill_motions(ref, args.skills, args.seed) for label, _, ref in pairs}
+    earlier = out / "summary.json"
+    results = json.loads(earlier.read_text()) if args.add and earlier.is_file() else {}
+    results.update({label: skill_motions(ref, args.skills, args.seed) for label, _, ref in pairs})
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(results, indent=1))
     (out / "table.md").write_text(table(results, args.far))

@@ -2,14 +2,16 @@
 deviation, min and max over seeds at each evaluation), the coverage at the end, and one figure with a band per
 method, written as ``summary.json``, ``figure.png`` and ``table.md``.
 
-Read from the run folders only (``eval/coverage.json``), so it can be written at any time, also while the sweep
-runs. Hours are idle-machine estimates (epochs x the sweep file's ``epoch_seconds``) where the file gives them,
+Read from the run folders (``eval/coverage.json``), so it can be written at any time, also while the sweep
+runs; a finished run whose folder is gone (run states do not outlive every machine) can be given as its kept
+evaluation rows (``landed``). Hours are idle-machine estimates (epochs x the sweep file's ``epoch_seconds``) where the file gives them,
 else the runs' own wall clock (which counts the time other programs took from the machine).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +40,19 @@ def _spread(values: list[float]) -> dict[str, float]:
             "min": float(array.min()), "max": float(array.max())}
 
 
-def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: float | None) -> dict[str, Any]:
+def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: float | None,
+           landed: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
     runs, histories = [], []
     for trial in trials:
         rows = _history(run_root / trial.name)
+        source = "run folder"
+        if not rows and trial.name in landed:
+            rows, source = landed[trial.name], "landed"
         histories.append({row["epoch"]: row for row in rows})
         target = trial.config(1).epochs
         last = rows[-1] if rows else {}
-        runs.append({"seed": trial.seed, "run_dir": str(run_root / trial.name), "target_epochs": target,
-                     "finished": bool(last) and last["epoch"] >= target,
+        runs.append({"seed": trial.seed, "run_dir": str(run_root / trial.name), "source": source,
+                     "target_epochs": target, "finished": bool(last) and last["epoch"] >= target,
                      "last": {k: last[k] for k in ("epoch", "env_steps", "wall_clock_s", "policy_coverage")
                               if k in last}})
 
@@ -75,8 +81,12 @@ def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: 
 
 
 def summarize(trials: list[Trial], run_root: str | Path,
-              epoch_seconds: dict[tuple[str, str], float] | None = None) -> dict[str, Any]:
-    """The summary over seeds of the trials' run folders under ``run_root``."""
+              epoch_seconds: dict[tuple[str, str], float] | None = None,
+              landed: Mapping[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """The summary over seeds of the trials' run folders under ``run_root``.
+
+    :param landed: trial name -> the evaluation rows kept from its run, read where its run folder holds none.
+    """
     run_root = Path(run_root)
     groups: dict[tuple[str, str], list[Trial]] = {}
     for trial in trials:
@@ -88,7 +98,7 @@ def summarize(trials: list[Trial], run_root: str | Path,
                       "the runs' wall clock (mean over seeds)" if not any(idle) else
                       "idle estimate where the group's epoch_seconds is given, else the runs' wall clock"),
             "spread": "over seeds: sample standard deviation (ddof 1), min and max; figure bands: min to max",
-            "groups": [_group(env, method, members, run_root, seconds.get((env, method)))
+            "groups": [_group(env, method, members, run_root, seconds.get((env, method)), landed or {})
                        for (env, method), members in groups.items()]}
 
 
