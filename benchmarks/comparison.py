@@ -11,7 +11,7 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
 - zero-shot goal reaching of that snapshot (``--goals`` goals) for the methods whose phi defines it (METRA, LSD).
 
 Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
-evaluation rows and end-of-run numbers go to ``OUT/runs/NAME.json``, read back where the run folder is gone; a
+evaluation rows and end-of-run numbers go to ``OUT/finished_runs/NAME.json``, read back where the run folder is gone; a
 group none of whose runs is on disk or kept that way stays as the earlier ``OUT/summary.json`` has it.
 
     python benchmarks/comparison.py --run-root runs/comparison --out benchmarks/results/comparison
@@ -140,7 +140,7 @@ def main() -> None:
     parser.add_argument("--no-held-out", action="store_true", help="the training evaluation only (fast)")
     args = parser.parse_args()
     read = read_sweep_file(args.sweep_file)
-    kept_folder = args.out / "runs"
+    kept_folder = args.out / "finished_runs"
     kept = read_kept(kept_folder)
     summary = summarize(read.trials, args.run_root, read.epoch_seconds,
                         landed={name: record["history"] for name, record in kept.items()})
