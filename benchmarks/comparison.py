@@ -37,6 +37,7 @@ from learning_speed import held_out  # noqa: E402  (benchmarks/ is this script's
 from metra_gym.skill_checkpoint.format import CheckpointError  # noqa: E402
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED  # noqa: E402
 from pretrain.run.callbacks import read_history  # noqa: E402
+from pretrain.run.run_state import write_json_atomic, write_text_atomic  # noqa: E402
 from pretrain.sweep.summary import summarize, write_summary  # noqa: E402
 from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
 
@@ -85,23 +86,28 @@ def read_kept(folder: Path) -> dict[str, dict[str, Any]]:
     return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
 
 
-def keep(folder: Path, name: str, run_dir: Path, point: dict[str, Any]) -> None:
-    """Keep a finished run's evaluation rows and end-of-run numbers beside the summary (written whole or not at all)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / f".{name}.json.partial"
-    partial.write_text(json.dumps({"history": read_history(run_dir), "held_out": point}, indent=1) + "\n")
-    partial.replace(folder / f"{name}.json")
+def keep(folder: Path, name: str, run_dir: Path, point: dict[str, Any] | None) -> None:
+    """Keep a finished run's evaluation rows, and its end-of-run numbers where measured, beside the summary: a number
+    of the same snapshot kept earlier (zero-shot goals, say) stays unless measured again."""
+    path = folder / f"{name}.json"
+    record = json.loads(path.read_text()) if path.is_file() else {}
+    record["history"] = read_history(run_dir)
+    if point is not None:
+        earlier = record.get("held_out") or {}
+        record["held_out"] = {**earlier, **point} if earlier.get("epoch") == point["epoch"] else point
+    write_json_atomic(path, record)
 
 
 def carry_gone_groups(summary: dict[str, Any], earlier: Path) -> list[str]:
-    """Groups with no run on disk or kept: the earlier summary's numbers for them, said so in the group."""
+    """Groups that finished fewer runs than the earlier summary had (their run folders are gone and their runs were
+    not kept): the earlier summary's numbers for them, said so in the group."""
     if not earlier.is_file():
         return []
     before = {(g["env"], g["method"]): g for g in json.loads(earlier.read_text())["groups"]}
     carried = []
     for index, group in enumerate(summary["groups"]):
         old = before.get((group["env"], group["method"]))
-        if not group["curve"] and old and old["curve"]:
+        if old and old["curve"] and old["finished_seeds"] > group["finished_seeds"]:
             summary["groups"][index] = {**old, "carried": "from the earlier summary.json: its run folders are gone"}
             carried.append(f"{group['env']}-{group['method']}")
     return carried
@@ -148,41 +154,43 @@ def main() -> None:
     if carried:
         print(f"  carried from the earlier summary (run folders gone): {', '.join(carried)}", flush=True)
     trials = {trial.name: trial for trial in read.trials}
-    if not args.no_held_out:
-        for group in (g for g in summary["groups"] if "carried" not in g):
-            seconds = group["epoch_seconds"]
-            for run in group["runs"]:
-                if not run["finished"]:  # a snapshot of a run still training is not its end
-                    continue
-                name = Path(run["run_dir"]).name
-                if run["source"] == "landed":
-                    if kept[name].get("held_out"):
-                        run["held_out"] = kept[name]["held_out"]
-                    continue
-                trial = trials[name]
-                has_phi = trial.config(1).algo in PHI_METHODS
+    for group in (g for g in summary["groups"] if "carried" not in g):
+        seconds = group["epoch_seconds"]
+        for run in group["runs"]:
+            if not run["finished"]:  # a snapshot of a run still training is not its end
+                continue
+            name = Path(run["run_dir"]).name
+            if run["source"] == "landed":
+                if kept[name].get("held_out"):
+                    run["held_out"] = kept[name]["held_out"]
+                continue
+            point = None
+            if not args.no_held_out:
+                has_phi = trials[name].config(1).algo in PHI_METHODS
                 try:
                     point = end_of_run(Path(run["run_dir"]), seconds, args.held_out_seed, args.goals, has_phi)
                 except (CheckpointError, ValueError) as error:  # one broken snapshot must not hide the others
                     run["held_out_error"] = str(error).splitlines()[0]
-                    print(f"  {trial.name}: no held-out evaluation: {run['held_out_error']}", flush=True)
-                    continue
+                    print(f"  {name}: no held-out evaluation: {run['held_out_error']}", flush=True)
                 if point is not None:
                     run["held_out"] = point
-                    keep(kept_folder, name, Path(run["run_dir"]), point)
-            measured = [run["held_out"] for run in group["runs"] if "held_out" in run]
-            if measured:
-                # Where the held-out points sit (the figure's dot): the measured runs' own ends, not the last epoch
-                # every seed has reached (while a seed still trains, that is far before the finished runs' ends).
-                group["held_out"] = {**spread([p["held_out_policy_coverage"] for p in measured]),
-                                     "epochs": [p["epoch"] for p in measured],
-                                     "env_steps": float(np.mean([p["env_steps"] for p in measured])),
-                                     "hours": float(np.mean([p["hours"] for p in measured]))}
-            distances = [p["goal_distance"]["mean"] for p in measured if "goal_distance" in p]
-            if distances:
-                group["goal_distance"] = spread(distances)
-    summary["held_out"] = (None if args.no_held_out else
-                           f"the last snapshot of each run, 48 skills and reset seeds from seed {args.held_out_seed}")
+            earlier = kept.get(name, {}).get("held_out") or {}
+            if point is None and earlier.get("epoch") == run["last"].get("epoch"):  # kept from this run's end
+                run["held_out"] = earlier
+            keep(kept_folder, name, Path(run["run_dir"]), point)
+        measured = [run["held_out"] for run in group["runs"] if "held_out" in run]
+        if measured:
+            # Where the held-out points sit (the figure's dot): the measured runs' own ends, not the last epoch
+            # every seed has reached (while a seed still trains, that is far before the finished runs' ends).
+            group["held_out"] = {**spread([p["held_out_policy_coverage"] for p in measured]),
+                                 "epochs": [p["epoch"] for p in measured],
+                                 "env_steps": float(np.mean([p["env_steps"] for p in measured])),
+                                 "hours": float(np.mean([p["hours"] for p in measured]))}
+        distances = [p["goal_distance"]["mean"] for p in measured if "goal_distance" in p]
+        if distances:
+            group["goal_distance"] = spread(distances)
+    summary["held_out"] = (f"the last snapshot of each run, 48 skills and reset seeds from seed {args.held_out_seed}"
+                           + ("; only kept and carried numbers (--no-held-out)" if args.no_held_out else ""))
     out = write_summary(summary, args.out)
     notes = ["", f"Paper's ordering: {PAPER_ORDERING}.", "", "Ours, by mean policy coverage at the end:",
              *ordering(summary)]
@@ -192,9 +200,10 @@ def main() -> None:
     if goal_rows:
         notes += ["", "Zero-shot goal reaching (last snapshot):", *goal_rows]
     table = (out / "table.md").read_text() + "\n".join(notes) + "\n"
-    (out / "table.md").write_text(table)
+    write_text_atomic(out / "table.md", table)
     summary_file = out / "summary.json"
-    summary_file.write_text(json.dumps({**json.loads(summary_file.read_text()), "table": table}, indent=1) + "\n")
+    write_text_atomic(summary_file, json.dumps({**json.loads(summary_file.read_text()), "table": table}, indent=1)
+                      + "\n")
     print(table)
     print(f"wrote {out / 'summary.json'}, figure.png and table.md")
 

@@ -38,6 +38,7 @@ from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, check_out_dir, episode_steps
 from pretrain.project_paths import checkpoint_reference
+from pretrain.run.run_state import write_text_atomic
 
 
 def unlimited_hinges(model: mujoco.MjModel) -> dict[str, int]:
@@ -170,8 +171,8 @@ def main() -> None:
     results = json.loads(earlier.read_text()) if args.add and earlier.is_file() else {}
     results.update({label: skill_motions(ref, args.skills, args.seed) for label, _, ref in pairs})
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(results, indent=1))
-    (out / "table.md").write_text(table(results, args.far))
+    write_text_atomic(out / "summary.json", json.dumps(results, indent=1))  # with --add, the only copy of old rows
+    write_text_atomic(out / "table.md", table(results, args.far))
     print(table(results, args.far), end="")
     print(f"wrote {out / 'summary.json'} and {out / 'table.md'}")
 

@@ -4,8 +4,8 @@ method, written as ``summary.json``, ``figure.png`` and ``table.md``.
 
 Read from the run folders (``eval/coverage.json``), so it can be written at any time, also while the sweep
 runs; a finished run whose folder is gone (run states do not outlive every machine) can be given as its kept
-evaluation rows (``landed``). Hours are idle-machine estimates (epochs x the sweep file's ``epoch_seconds``) where the file gives them,
-else the runs' own wall clock (which counts the time other programs took from the machine).
+evaluation rows (``landed``). Hours are idle-machine estimates (epochs x the sweep file's ``epoch_seconds``) where
+the file gives them, else the runs' own wall clock (which counts the time other programs took from the machine).
 """
 
 from __future__ import annotations
@@ -44,10 +44,11 @@ def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: 
            landed: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
     runs, histories = [], []
     for trial in trials:
-        rows = _history(run_root / trial.name)
+        rows, kept = _history(run_root / trial.name), landed.get(trial.name)
         source = "run folder"
-        if not rows and trial.name in landed:
-            rows, source = landed[trial.name], "landed"
+        # Kept rows win over a folder that has not got as far (the same trial started afresh on another machine).
+        if kept and (not rows or rows[-1]["epoch"] < kept[-1]["epoch"]):
+            rows, source = kept, "landed"
         histories.append({row["epoch"]: row for row in rows})
         target = trial.config(1).epochs
         last = rows[-1] if rows else {}
@@ -85,7 +86,7 @@ def summarize(trials: list[Trial], run_root: str | Path,
               landed: Mapping[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The summary over seeds of the trials' run folders under ``run_root``.
 
-    :param landed: trial name -> the evaluation rows kept from its run, read where its run folder holds none.
+    :param landed: trial name -> the evaluation rows kept from its run, read where its run folder holds fewer.
     """
     run_root = Path(run_root)
     groups: dict[tuple[str, str], list[Trial]] = {}
@@ -165,10 +166,12 @@ def plot(summary: dict[str, Any], path: Path) -> None:
 
 def write_summary(summary: dict[str, Any], out: str | Path) -> Path:
     """``summary.json``, ``figure.png`` and ``table.md`` in ``out``."""
+    from pretrain.run.run_state import write_text_atomic
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {**summary, "table": table(summary)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (out / "table.md").write_text(summary["table"])
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")  # the only copy of carried groups
+    write_text_atomic(out / "table.md", summary["table"])
     plot(summary, out / "figure.png")
     return out

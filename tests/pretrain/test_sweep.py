@@ -192,18 +192,21 @@ def test_summary_gives_mean_and_spread_over_seeds_at_the_end_all_seeds_reached(t
 
 
 
-def test_summary_reads_the_kept_rows_of_a_run_whose_folder_is_gone_and_prefers_the_folder(tmp_path):
+def test_summary_reads_the_kept_rows_of_a_run_whose_folder_is_behind_and_else_the_folder(tmp_path):
     trials = [Trial(f"m-seed={s}", "point_mass", ("epochs=2",), "point_mass", "m", s) for s in (0, 1)]
-    (tmp_path / "m-seed=1" / "eval").mkdir(parents=True)
     on_disk = [{"epoch": 0, "env_steps": 0, "policy_coverage": 4}, {"epoch": 2, "env_steps": 400, "policy_coverage": 9}]
-    (tmp_path / "m-seed=1" / "eval" / "coverage.json").write_text(json.dumps(on_disk))
+    for seed, rows in ((0, on_disk[:1]), (1, on_disk)):  # seed 0 started afresh: its folder is behind its kept rows
+        (tmp_path / f"m-seed={seed}" / "eval").mkdir(parents=True)
+        (tmp_path / f"m-seed={seed}" / "eval" / "coverage.json").write_text(json.dumps(rows))
     kept = [{"epoch": 0, "env_steps": 0, "policy_coverage": 4}, {"epoch": 2, "env_steps": 400, "policy_coverage": 7}]
     stale = [{"epoch": 2, "env_steps": 400, "policy_coverage": 99}]  # seed 1's folder wins over kept rows
     summary = summarize(trials, tmp_path, {("point_mass", "m"): 1.8}, landed={"m-seed=0": kept, "m-seed=1": stale})
     group = summary["groups"][0]
     assert [run["source"] for run in group["runs"]] == ["landed", "run folder"]
     assert group["finished_seeds"] == 2 and group["final"]["values"] == [7, 9]
-    assert summarize(trials, tmp_path, {("point_mass", "m"): 1.8})["groups"][0]["finished_seeds"] == 1  # without them, seed 0 has not started
+    # without the kept rows, seed 0 has not finished
+    assert summarize(trials, tmp_path, {("point_mass", "m"): 1.8})["groups"][0]["finished_seeds"] == 1
+
 
 # --- nothing outlives the sweep --------------------------------------------------------------------------------------
 
