@@ -12,7 +12,8 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
 
 Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
 evaluation rows and end-of-run numbers go to ``OUT/finished_runs/NAME.json``, read back where the run folder is
-gone; a group none of whose runs is on disk or kept that way stays as the earlier ``OUT/summary.json`` has it.
+gone; a group that has finished fewer runs than the earlier ``OUT/summary.json`` had (runs gone before they were
+kept this way) stays as that summary has it.
 
     python benchmarks/comparison.py --run-root runs/comparison --out benchmarks/results/comparison
 """
