@@ -3,9 +3,9 @@ deviation, min and max over seeds at each evaluation), the coverage at the end, 
 method, written as ``summary.json``, ``figure.png`` and ``table.md``.
 
 Read from the run folders (``eval/coverage.json``), so it can be written at any time, also while the sweep
-runs; a finished run whose folder is gone (run states do not outlive every machine) can be given as its kept
-evaluation rows (``landed``). Hours are idle-machine estimates (epochs x the sweep file's ``epoch_seconds``) where
-the file gives them, else the runs' own wall clock (which counts the time other programs took from the machine).
+runs; a finished run whose folder is gone or behind (run states do not outlive every machine) can be given as its
+kept evaluation rows (``landed``). Hours are idle-machine estimates (epochs x the sweep file's ``epoch_seconds``)
+where the file gives them, else the runs' own wall clock (which counts the time other programs took from the machine).
 """
 
 from __future__ import annotations
