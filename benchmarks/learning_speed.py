@@ -15,6 +15,10 @@ before each given hour is evaluated with skills and reset seeds not used during 
 those are the numbers to report; the training evaluation reuses one fixed set and picking its best point is
 optimistic.
 
+Kept copies: each run's evaluation history, config and held-out points are copied to ``OUT/curves/`` (run folders
+stay on the training machine and may not outlive it). A run whose folder is gone, or has not yet reached the last
+evaluation of its kept copy, is read from the kept copy, held-out points included.
+
     python benchmarks/learning_speed.py --runs baseline=runs/ant-s0 utd2=runs/ant-utd2 \\
         --held-out-hours 1 2 3 --out benchmarks/results/learning_speed
 """
@@ -33,6 +37,7 @@ import yaml
 
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED
 from pretrain.project_paths import project_path
+from pretrain.run.run_state import write_text_atomic
 
 # Official code, state Ant, 2-D skills, seed 0, one A100 node (shared/metra-reference.md section 5).
 OFFICIAL = [  # (epoch, env steps, hours, policy coverage)
@@ -63,15 +68,46 @@ def read_history(folder: Path) -> tuple[list[dict], dict]:
     return history, (yaml.safe_load(config_path.read_text()) if config_path.is_file() else {})
 
 
-def keep_history(label: str, folder: Path, out: Path) -> None:
-    """Copy a run's evaluation history and config to ``out/curves/LABEL.csv|yaml``: run folders stay on the
-    training machine, the curves stay re-plottable from the repository."""
-    if folder.suffix == ".csv":
-        return
-    runs = out / "curves"
-    runs.mkdir(parents=True, exist_ok=True)
-    (runs / f"{label}.csv").write_text((folder / "eval" / "coverage.csv").read_text())
-    (runs / f"{label}.yaml").write_text((folder / "config.yaml").read_text())
+def kept_copy(label: str, out: Path) -> Path:
+    """Where a run's history is kept in the repository: ``out/curves/LABEL.csv`` (with ``LABEL.yaml``, its config,
+    and ``LABEL.held_out.json``, its held-out points, beside it)."""
+    return out / "curves" / f"{label}.csv"
+
+
+def last_epoch(folder: Path) -> int:
+    return read_history(folder)[0][-1]["epoch"]
+
+
+def source_of(label: str, folder: Path, out: Path) -> Path:
+    """The run folder, or its kept copy where the folder is gone or has not yet reached the kept copy's last
+    evaluation (a run started again from epoch 0 after its machine was replaced): a shorter curve never hides a
+    longer one."""
+    kept = kept_copy(label, out)
+    if folder.suffix == ".csv" or not kept.is_file():
+        return folder
+    if not (folder / "eval" / "coverage.json").is_file():
+        print(f"  {label}: no run folder at {folder}; reading its kept copy {project_path(kept)}")
+        return kept
+    if last_epoch(folder) < last_epoch(kept):
+        print(f"  {label}: {folder} is at epoch {last_epoch(folder)}, behind its kept copy (epoch {last_epoch(kept)}); "
+              "reading the kept copy")
+        return kept
+    return folder
+
+
+def keep_history(label: str, folder: Path, points: list[dict], out: Path) -> None:
+    """Copy a run's evaluation history, config and held-out points to ``out/curves/``: run folders stay on the
+    training machine (and may not outlive it), the curves and dots stay re-plottable from the repository."""
+    kept = kept_copy(label, out)
+    write_text_atomic(kept, (folder / "eval" / "coverage.csv").read_text())
+    write_text_atomic(kept.with_suffix(".yaml"), (folder / "config.yaml").read_text())
+    write_text_atomic(kept.with_suffix(".held_out.json"), json.dumps(points, indent=1))
+
+
+def kept_points(kept: Path) -> list[dict]:
+    """The held-out points kept beside a kept copy; none where they were never measured."""
+    path = kept.with_suffix(".held_out.json")
+    return json.loads(path.read_text()) if path.is_file() else []
 
 
 def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
@@ -245,19 +281,24 @@ def main() -> None:
                "machine": args.machine, "official": [dict(zip(("epoch", "env_steps", "hours_a100", "policy_coverage"),
                                                               r)) for r in OFFICIAL], "runs": {}}
     for item in args.runs:
-        label, folder = item.split("=", 1)
-        run = load_run(label, Path(folder), seconds.get(label))
-        keep_history(label, Path(folder), args.out)
-        if args.held_out_hours and (Path(folder) / "snapshots").is_dir():
-            epochs = [r["epoch"] for r in run["rows"]]
-            hours = [r["hours"] for r in run["rows"]]
-            run["held_out"] = held_out(Path(folder), args.held_out_hours, args.held_out_seed,
-                                       lambda e, epochs=epochs, hours=hours: float(np.interp(e, epochs, hours)))
+        label, given = item.split("=", 1)
+        folder = source_of(label, Path(given), args.out)
+        run = load_run(label, folder, seconds.get(label))
+        if folder.suffix == ".csv":
+            run["held_out"] = kept_points(folder)
+        else:
+            if args.held_out_hours and (folder / "snapshots").is_dir():
+                epochs = [r["epoch"] for r in run["rows"]]
+                hours = [r["hours"] for r in run["rows"]]
+                run["held_out"] = held_out(folder, args.held_out_hours, args.held_out_seed,
+                                           lambda e, epochs=epochs, hours=hours: float(np.interp(e, epochs, hours)))
+            else:  # not measured this time: the points kept from an earlier measurement stay
+                run["held_out"] = kept_points(kept_copy(label, args.out))
+            keep_history(label, folder, run["held_out"], args.out)
         summary["runs"][label] = run
     summary["groups"] = group_summary(summary["runs"])
     summary["table"] = table(summary)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_text_atomic(args.out / "summary.json", json.dumps(summary, indent=1))
     plot(summary, args.out / "figure.png")
     print(summary["table"])
     print(f"wrote {args.out / 'summary.json'} and figure.png")
