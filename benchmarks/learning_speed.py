@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import re
 import tempfile
@@ -75,7 +76,12 @@ def kept_copy(label: str, out: Path) -> Path:
 
 
 def last_epoch(folder: Path) -> int:
-    return read_history(folder)[0][-1]["epoch"]
+    """The last evaluated epoch of a run folder or kept copy; -1 where there is none (or no readable history)."""
+    try:
+        history = read_history(folder)[0]
+    except (OSError, ValueError):
+        return -1
+    return history[-1]["epoch"] if history else -1
 
 
 def source_of(label: str, folder: Path, out: Path) -> Path:
@@ -85,8 +91,8 @@ def source_of(label: str, folder: Path, out: Path) -> Path:
     kept = kept_copy(label, out)
     if folder.suffix == ".csv" or not kept.is_file():
         return folder
-    if not (folder / "eval" / "coverage.json").is_file():
-        print(f"  {label}: no run folder at {folder}; reading its kept copy {project_path(kept)}")
+    if last_epoch(folder) < 0:
+        print(f"  {label}: no run history at {folder}; reading its kept copy {project_path(kept)}")
         return kept
     if last_epoch(folder) < last_epoch(kept):
         print(f"  {label}: {folder} is at epoch {last_epoch(folder)}, behind its kept copy (epoch {last_epoch(kept)}); "
@@ -95,19 +101,48 @@ def source_of(label: str, folder: Path, out: Path) -> Path:
     return folder
 
 
-def keep_history(label: str, folder: Path, points: list[dict], out: Path) -> None:
-    """Copy a run's evaluation history, config and held-out points to ``out/curves/``: run folders stay on the
-    training machine (and may not outlive it), the curves and dots stay re-plottable from the repository."""
+def kept_points(label: str, kept: Path, out: Path) -> list[dict]:
+    """The held-out points kept for a run: ``LABEL.held_out.json`` beside its kept copy, else (copies kept before
+    those files existed) the earlier ``out/summary.json``."""
+    path = kept.with_suffix(".held_out.json")
+    earlier = out / "summary.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    if earlier.is_file():
+        return json.loads(earlier.read_text())["runs"].get(label, {}).get("held_out", [])
+    return []
+
+
+def fitting(label: str, points: list[dict], hours_of_epoch, last: int) -> list[dict]:
+    """The kept points that belong to this curve. A point does not (and is left out of the summary, saying so, but
+    stays kept) where its snapshot lies past the last evaluation, or sits at other hours than this run's hours put
+    it: measured under another ``--epoch-seconds``."""
+    fit = [p for p in points if p["epoch"] <= last and abs(hours_of_epoch(p["epoch"]) - p["snapshot_hours"]) < 2e-3]
+    for point in points:
+        if point not in fit:
+            print(f"  {label}: kept held-out point at {point['hours']} h (epoch {point['epoch']}) does not fit this "
+                  "run's epochs or hours; left out (measure it again with --held-out-hours)")
+    return fit
+
+
+def merge_points(kept: list[dict], measured: list[dict]) -> list[dict]:
+    """Kept points with the newly measured ones in place of any at the same hour and held-out seed, by hour."""
+    new = {(p["hours"], p["seed"]) for p in measured}
+    return sorted([p for p in kept if (p["hours"], p["seed"]) not in new] + measured, key=lambda p: p["hours"])
+
+
+def keep_history(label: str, history: list[dict], folder: Path, points: list[dict], out: Path) -> None:
+    """Keep a run's evaluation history (the rows read, as csv), config and held-out points in ``out/curves/``: run
+    folders stay on the training machine (and may not outlive it), the curves and dots stay re-plottable from the
+    repository."""
     kept = kept_copy(label, out)
-    write_text_atomic(kept, (folder / "eval" / "coverage.csv").read_text())
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=list(history[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(history)
+    write_text_atomic(kept, table.getvalue())
     write_text_atomic(kept.with_suffix(".yaml"), (folder / "config.yaml").read_text())
     write_text_atomic(kept.with_suffix(".held_out.json"), json.dumps(points, indent=1))
-
-
-def kept_points(kept: Path) -> list[dict]:
-    """The held-out points kept beside a kept copy; none where they were never measured."""
-    path = kept.with_suffix(".held_out.json")
-    return json.loads(path.read_text()) if path.is_file() else []
 
 
 def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
@@ -284,17 +319,20 @@ def main() -> None:
         label, given = item.split("=", 1)
         folder = source_of(label, Path(given), args.out)
         run = load_run(label, folder, seconds.get(label))
-        if folder.suffix == ".csv":
-            run["held_out"] = kept_points(folder)
-        else:
+        epochs = [r["epoch"] for r in run["rows"]]
+        hours = [r["hours"] for r in run["rows"]]
+
+        def hours_of_epoch(epoch: int, epochs=epochs, hours=hours) -> float:
+            return float(np.interp(epoch, epochs, hours))
+
+        stored = kept_points(label, folder if folder.suffix == ".csv" else kept_copy(label, args.out), args.out)
+        points = fitting(label, stored, hours_of_epoch, epochs[-1])
+        unfit = [p for p in stored if p not in points]
+        if folder.suffix != ".csv":
             if args.held_out_hours and (folder / "snapshots").is_dir():
-                epochs = [r["epoch"] for r in run["rows"]]
-                hours = [r["hours"] for r in run["rows"]]
-                run["held_out"] = held_out(folder, args.held_out_hours, args.held_out_seed,
-                                           lambda e, epochs=epochs, hours=hours: float(np.interp(e, epochs, hours)))
-            else:  # not measured this time: the points kept from an earlier measurement stay
-                run["held_out"] = kept_points(kept_copy(label, args.out))
-            keep_history(label, folder, run["held_out"], args.out)
+                points = merge_points(points, held_out(folder, args.held_out_hours, args.held_out_seed, hours_of_epoch))
+            keep_history(label, read_history(folder)[0], folder, points + unfit, args.out)
+        run["held_out"] = points
         summary["runs"][label] = run
     summary["groups"] = group_summary(summary["runs"])
     summary["table"] = table(summary)
