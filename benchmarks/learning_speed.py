@@ -91,12 +91,13 @@ def source_of(label: str, folder: Path, out: Path) -> Path:
     kept = kept_copy(label, out)
     if folder.suffix == ".csv" or not kept.is_file():
         return folder
-    if last_epoch(folder) < 0:
+    reached, kept_reached = last_epoch(folder), last_epoch(kept)
+    if reached < 0:
         print(f"  {label}: no run history at {folder}; reading its kept copy {project_path(kept)}")
         return kept
-    if last_epoch(folder) < last_epoch(kept):
-        print(f"  {label}: {folder} is at epoch {last_epoch(folder)}, behind its kept copy (epoch {last_epoch(kept)}); "
-              "reading the kept copy")
+    if reached < kept_reached:
+        print(f"  {label}: {folder} is at epoch {reached}, behind its kept copy (epoch {kept_reached}); reading the "
+              "kept copy")
         return kept
     return folder
 
