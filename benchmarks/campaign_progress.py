@@ -3,7 +3,7 @@ coverage of its newest skill snapshot (added to those of earlier landings), in `
 run states, stay on the training machine; ``metra-pretrain train --resume RUN`` continues them).
 
     MUJOCO_GL=egl python benchmarks/campaign_progress.py --runs quad-state-s0=/work/runs/quad-state-s0 \\
-        --epoch-seconds quad-state-s0=2.0 --note "what else ran on the machine"
+        --epoch-seconds quad-state-s0=2.0
 
 Held out: the snapshot's skills are drawn with seed 1000 and its resets seeded 1000 + i, neither used in training
 nor to pick the snapshot. Hours are idle estimates (epochs x ``--epoch-seconds``), when given.
