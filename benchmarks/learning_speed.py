@@ -238,8 +238,8 @@ def plot(summary: dict, path: Path) -> None:
                  title="per hour (dots: held-out evaluation, one per seed)")
     for ax in (by_steps, by_hours):
         ax.grid(alpha=0.3)
-    # The lower right of the hours panel is empty. Two columns only for many short labels: long seed-group labels in
-    # two columns grow the legend past the panel, and tight_layout then squeezes both panels apart.
+    # The lower right of the hours panel is empty. Two columns only for many entries (the screens): two columns of a
+    # few long seed-group labels grow the legend past the panel, and tight_layout then squeezes both panels apart.
     entries = len(by_hours.get_legend_handles_labels()[1])
     by_hours.legend(fontsize=7, loc="lower right", ncol=2 if entries > 4 else 1)
     fig.tight_layout()
