@@ -145,6 +145,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     except OSError as error:  # a full disk, a folder made read-only during the evaluation, ...
         return _fail(f"cannot write the results ({error.strerror or error}: {error.filename or args.out})")
     tasks = f", {result['tasks_achieved']} of {len(result['tasks'])} tasks achieved" if "tasks" in result else ""
+    training = result.get("training_tasks")
+    if training:  # a run's snapshot or export on an environment with tasks: the run's queue and total task coverage
+        tasks += (f" (training up to this checkpoint: {training['queue_tasks_achieved']} by the last 100,000 "
+                  f"transitions, {training['total_tasks_achieved']} by any)")
     print(f"{args.checkpoint}: policy coverage {result['policy_coverage']} bins{tasks} "
           f"({args.skills} deterministic skills x {result['steps']} steps); figures and coverage.json in {args.out}")
     return 0

@@ -25,6 +25,7 @@ from metra_gym.skill_priors import DESCRIPTIONS, UNIT
 from pretrain.algorithms import skill_prior
 from pretrain.algorithms.common.pixel_encoder import image_layout
 from pretrain.project_paths import project_path
+from pretrain.run.callbacks import TRAINING_TASK_KEYS
 from pretrain.run.config import FITTED, ConfigError, PretrainConfig
 from pretrain.run.env_wrappers import NormalizeObservationPreset
 from pretrain.run.envs import config_normalizer, import_env_module, with_fitted_normalizer
@@ -232,6 +233,9 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         "machine": machine,
         "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir",
                                           project_path(run_dir)]),
+        # Environments with tasks (Kitchen): the run's queue and total task coverage at that evaluation.
+        **({"training": {key: last_eval[key] for key in TRAINING_TASK_KEYS}}
+           if "queue_tasks_achieved" in last_eval else {}),
         **(extra_provenance or {}),
         **measured_provenance(held_out, goals),
     }

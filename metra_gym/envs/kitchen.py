@@ -9,13 +9,32 @@ Burner) any evaluation rollout achieves.
 Here the scene, the robot and the frame skip are gymnasium-robotics' (the same kitchen model and qpos layout as
 D4RL's; its sim step is 2 ms, so 40 sub-steps make the same 0.08 s). What differs from the paper:
 
-- **Control.** ``FrankaKitchen-v1`` takes joint-velocity actions only (its actuators are joint position servos that
-  follow ``qpos + velocity * dt``); LEXA's end-effector control moves a mocap body welded to the hand, which this
-  model does not have. ``control="end_effector"`` (default) takes LEXA's 7-d action: a Cartesian velocity of the
-  ``end_effector`` site (``a[:3]``, ``EE_SPEED`` m/s at 1), an angular velocity of the hand (``a[3:6]``,
-  ``EE_ANGULAR_SPEED`` rad/s at 1) and the gripper (``a[6]``, both fingers), turned into the package's joint
-  velocities by damped least squares on the site's Jacobian, once per step (LEXA re-targets its mocap at each of
-  the 40 sub-steps). ``control="joint_velocity"`` passes the package's own 9-d action through.
+- **Control.** ``control="mocap"`` (default) is LEXA's end-effector control (``control_mode="end_effector"``,
+  D4RL-LEXA ``kitchen_multitask_v0.py``, ``KitchenV0.step`` / ``_set_action`` / ``mocap_set_action``), built on
+  gymnasium-robotics' model when the env is made: :func:`add_mocap_weld` adds, through ``mujoco.MjSpec`` (no copied
+  XML, no edit of the installed package), a mocap body welded to the hand (``panda0_link7``; weld ``solref
+  (0.02, 1)``, ``solimp (0.9, 0.95, 0.001)``, relative pose the identity, as LEXA's ``reset_mocap_welds`` sets it).
+  An action is 7-d in [-1, 1]; at each of the 40 sub-steps the mocap body is put at the hand's current position plus
+  ``MOCAP_POSITION_SCALE`` (0.05 m) x ``a[:3]`` and at the hand's current orientation plus ``MOCAP_ROTATION_SCALE``
+  (0.05) x (target - current) as a quaternion, where the target is the hand's orientation at the start of the step
+  with ``a[3:6]`` subtracted from its z-y-z Euler angles (LEXA's ``quat_to_rpy`` / ``rpy_to_quat`` are
+  numpy-quaternion's ``as_euler_angles`` / ``from_euler_angles``, z-y-z despite the name; :func:`zyz_euler` and
+  :func:`quat_from_zyz` are the same maps); the gripper's position servos get ``ctrl = a[6]`` and ``-a[6]`` (clipped
+  by MuJoCo to their range [0, 0.04]: a positive ``a[6]`` opens one finger and closes the other, as in LEXA). The
+  arm's own position servos are not driven: their targets stay at 0 as in LEXA, where nothing sets them, so they pull
+  on the arm with up to 87 / 12 N m, which the weld overrules; a zero action does not hold the hand still (the mocap
+  follows the hand). Bodies, the weld and the gripper's actuators are looked up by name (LEXA hard-codes body 10 and
+  ``ctrl[7]``, ``ctrl[8]``). Measured at full command from the reset pose: 0.05-0.11 m per step
+  (``benchmarks/results/kitchen/reach.json``), as LEXA's model emulated on MuJoCo 3 (0.06-0.09 m).
+  What still differs from LEXA: MuJoCo 3's solver instead of MuJoCo 2.0 under mujoco_py (the weld's softness
+  parameters mean the same; contacts and the constraint solver have changed since), and gymnasium-robotics' copy of
+  the model (the same bodies, joints, actuators and initial state; LEXA's also has an unused ``panda0_end_effector``
+  body and a gripper camera, no dynamics).
+  ``control="end_effector_ik"`` is this package's earlier controller, kept for comparison: a Cartesian velocity of
+  the ``end_effector`` site (``a[:3]``, ``EE_SPEED`` m/s at 1) and an angular velocity of the hand (``a[3:6]``,
+  ``EE_ANGULAR_SPEED`` rad/s at 1) turned into gymnasium-robotics' joint velocities by damped least squares, once per
+  step, for the package's joint position servos (capped at 87 / 12 N m, joint damping 100 / 10): the hand moves
+  0.02-0.03 m per step, a third of LEXA's. ``control="joint_velocity"`` passes the package's own 9-d action through.
 - **Success criteria.** The task flags follow LEXA's (``task_criteria="lexa"``, the paper's metric), which are not
   gymnasium-robotics' own: LEXA counts the hinge cabinet open at 0.3-0.7 rad, the microwave at -0.7 to -0.3 rad,
   the kettle's x-y within 0.2 m of the top-left burner, and the *bottom right* burner's knob (qpos 9) turned past
@@ -70,7 +89,9 @@ from metra_gym.envs.dmc import (
 from metra_gym.registration import TASK_SUCCESS_KEY
 
 INSTALL_HINT = "install the kitchen extra: pip install 'metra-gym[kitchen]'"
-CONTROLS = ("end_effector", "joint_velocity")
+CONTROLS = ("mocap", "end_effector_ik", "joint_velocity")
+# Names of earlier releases: what each is called now.
+RENAMED_CONTROLS = {"end_effector": "end_effector_ik"}
 TASK_CRITERIA = ("lexa", "gymnasium_robotics")
 FRAME_SKIP = 40  # sim steps of 2 ms per step (the paper's and the package's)
 # The LEXA camera (lexa_envs/kitchen.py), as the free camera of gymnasium's MuJoCo renderer.
@@ -83,6 +104,15 @@ IK_DAMPING = 0.05
 EE_SITE = "end_effector"
 ARM_JOINTS = 7  # the arm's dofs lead qvel; the two fingers follow
 ROBOT_DOFS = 9
+# LEXA's mocap control (kitchen_multitask_v0.py): the welded hand, the weld's softness, the per-sub-step offsets
+# (``_set_action``: pos_ctrl *= 0.05, rot_ctrl *= 0.05) and the gripper's actuators (LEXA's ctrl[7], ctrl[8]).
+MOCAP_BODY = "mocap"
+WELD_BODY = "panda0_link7"
+WELD_SOLREF = (0.02, 1.0)
+WELD_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)  # LEXA gives the first three; MuJoCo's defaults complete them
+MOCAP_POSITION_SCALE = 0.05
+MOCAP_ROTATION_SCALE = 0.05
+GRIPPER_ACTUATORS = ("r_gripper_finger_joint", "l_gripper_finger_joint")  # get a[6] and -a[6]
 
 
 @dataclass(frozen=True)
@@ -161,14 +191,66 @@ def task_named(name: str) -> KitchenTask:
     return _TASK_BY_NAME[name]
 
 
+class KitchenModelError(RuntimeError):
+    """The installed gymnasium-robotics' kitchen model lacks what the mocap control is built on."""
+
+
+def zyz_euler(quat: np.ndarray) -> np.ndarray:
+    """z-y-z Euler angles (alpha, beta, gamma) of a unit quaternion (w, x, y, z): numpy-quaternion's
+    ``as_euler_angles``, which LEXA calls ``quat_to_rpy``. The quaternion is ``exp(alpha z/2) exp(beta y/2)
+    exp(gamma z/2)``."""
+    w, x, y, z = np.asarray(quat, dtype=np.float64)
+    about_z, about_y = np.arctan2(z, w), np.arctan2(-x, y)
+    cos_half_beta = np.sqrt(np.clip((w * w + z * z) / (w * w + x * x + y * y + z * z), 0.0, 1.0))
+    return np.array([about_z + about_y, 2.0 * np.arccos(cos_half_beta), about_z - about_y])
+
+
+def quat_from_zyz(angles: np.ndarray) -> np.ndarray:
+    """The unit quaternion (w, x, y, z) of z-y-z Euler angles: numpy-quaternion's ``from_euler_angles`` (LEXA's
+    ``rpy_to_quat`` followed by its ``convert_xyzw_to_wxyz``)."""
+    alpha, beta, gamma = np.asarray(angles, dtype=np.float64)
+    return np.array([np.cos(beta / 2) * np.cos((alpha + gamma) / 2), -np.sin(beta / 2) * np.sin((alpha - gamma) / 2),
+                     np.sin(beta / 2) * np.cos((alpha - gamma) / 2), np.cos(beta / 2) * np.sin((alpha + gamma) / 2)])
+
+
+def add_mocap_weld(model_path: str) -> Any:
+    """gymnasium-robotics' kitchen model (the XML at ``model_path``) with LEXA's mocap body welded to the hand, compiled
+    with ``mujoco.MjSpec``; the installed files are read, not changed.
+
+    :raises KitchenModelError: when the model lacks the hand body or the gripper's actuators, or already has a body
+        named like the mocap body.
+    """
+    import mujoco
+
+    spec = mujoco.MjSpec.from_file(model_path)
+    actuators = {actuator.name for actuator in spec.actuators}
+    missing = [f"body {WELD_BODY!r}"] * (spec.body(WELD_BODY) is None) + [
+        f"actuator {name!r}" for name in GRIPPER_ACTUATORS if name not in actuators]
+    if missing or spec.body(MOCAP_BODY) is not None:
+        problem = f"lacks {' and '.join(missing)}" if missing else f"already has a body named {MOCAP_BODY!r}"
+        raise KitchenModelError(f"the kitchen model of this gymnasium-robotics ({model_path}) {problem}, which "
+                                f"control='mocap' (LEXA's end-effector control) is built on; {INSTALL_HINT} "
+                                f"(1.4.x has them), or pass control='joint_velocity'")
+    spec.worldbody.add_body(name=MOCAP_BODY, mocap=True)
+    weld = spec.add_equality(type=mujoco.mjtEq.mjEQ_WELD, objtype=mujoco.mjtObj.mjOBJ_BODY, name1=MOCAP_BODY,
+                             name2=WELD_BODY)
+    weld.solref, weld.solimp = list(WELD_SOLREF), list(WELD_SOLIMP)
+    # anchor (3), relative position (3), relative orientation (4: the identity), torque scale, unused: LEXA's
+    # reset_mocap_welds sets the relative pose to the identity, so the hand follows the mocap body itself.
+    weld.data = np.array([0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0], dtype=np.float64)
+    return spec.compile()
+
+
 class MetraKitchenEnv(gym.Env, EzPickle):
     """The Franka kitchen as METRA uses it (see the module docstring for what differs from the paper's).
     Registered as ``metra/Kitchen-v0`` (50 steps; pixels stacked 3 deep).
 
     :param obs_type: ``"pixels"`` (one ``(frame_size, frame_size, 3)`` uint8 render from the LEXA camera per step)
         or ``"state"`` (float32: end-effector x-y-z, then the robot's and objects' positions and velocities).
-    :param control: ``"end_effector"`` (7-d: Cartesian velocity, angular velocity, gripper; the paper's) or
-        ``"joint_velocity"`` (gymnasium-robotics' 9-d joint velocities).
+    :param control: ``"mocap"`` (LEXA's end-effector control, the paper's: 7-d, a welded mocap body's position and
+        orientation offsets and the gripper), ``"end_effector_ik"`` (the same 7-d action through inverse kinematics on
+        the package's joint servos; a third of LEXA's speed) or ``"joint_velocity"`` (gymnasium-robotics' 9-d joint
+        velocities).
     :param task_criteria: ``"lexa"`` (the paper's task flags) or ``"gymnasium_robotics"`` (the package's).
     :param tasks: the tasks whose first achievement the reward counts (paper names; default all six).
     :param frame_size: width and height of a rendered frame.
@@ -178,12 +260,16 @@ class MetraKitchenEnv(gym.Env, EzPickle):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1 / 0.08}
 
-    def __init__(self, obs_type: str = "pixels", control: str = "end_effector", task_criteria: str = "lexa",
+    def __init__(self, obs_type: str = "pixels", control: str = "mocap", task_criteria: str = "lexa",
                  tasks: Sequence[str] | None = None, frame_size: int = FRAME_SIZE, cheap_render: bool = True,
                  render_mode: str | None = None) -> None:
         if obs_type not in OBS_TYPES:
             raise ValueError(f"obs_type must be 'pixels' ({FRAME_SIZE}x{FRAME_SIZE} renders, the paper's setting) "
                              f"or 'state' (robot and object state), got {obs_type!r}")
+        if control in RENAMED_CONTROLS:
+            raise ValueError(f"control {control!r} is now called {RENAMED_CONTROLS[control]!r} (inverse kinematics on "
+                             f"gymnasium-robotics' joint servos); the paper's control, LEXA's mocap end-effector "
+                             f"control, is 'mocap' (the default)")
         for name, value, choices in (("control", control, CONTROLS), ("task_criteria", task_criteria, TASK_CRITERIA)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
@@ -210,6 +296,8 @@ class MetraKitchenEnv(gym.Env, EzPickle):
             remove_task_when_completed=False, object_noise_ratio=0.0, robot_noise_ratio=0.0, frame_skip=FRAME_SKIP,
             render_mode="rgb_array" if renders else None, width=self.frame_size, height=self.frame_size,
             default_camera_config=LEXA_CAMERA)
+        if control == "mocap":
+            self._use_model(add_mocap_weld(self._kitchen.robot_env.fullpath))
         self._package_goals = {task.name: (kitchen_env.OBS_ELEMENT_INDICES[task.package_name],
                                            kitchen_env.OBS_ELEMENT_GOALS[task.package_name])
                                for task in KITCHEN_TASKS}
@@ -222,6 +310,12 @@ class MetraKitchenEnv(gym.Env, EzPickle):
             cheapen_rendering(self.model)
             self.model.vis.quality.shadowsize = 0
         self._site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, EE_SITE)
+        if control == "mocap":
+            self._hand = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, WELD_BODY)
+            self._mocap = int(self.model.body_mocapid[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY,
+                                                                        MOCAP_BODY)])
+            self._gripper = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
+                             for name in GRIPPER_ACTUATORS]
         if self._site < 0 or self.model.nq != 30 or self.model.nv != 29:
             raise RuntimeError("unexpected FrankaKitchen-v1 model: no end_effector site, or not the kitchen's "
                                f"30 qpos / 29 qvel (got {self.model.nq} / {self.model.nv})")
@@ -229,7 +323,7 @@ class MetraKitchenEnv(gym.Env, EzPickle):
         self.metadata = {**self.metadata, "render_fps": 1.0 / self.dt}
         # The package reads a joint-velocity action a in [-1, 1] as a * act_rng rad/s (m/s for the fingers).
         self._joint_speed = np.asarray(self._kitchen.robot_env.act_rng, dtype=np.float64)
-        action_dim = 7 if control == "end_effector" else ROBOT_DOFS
+        action_dim = ROBOT_DOFS if control == "joint_velocity" else 7
         self.action_space = spaces.Box(-1.0, 1.0, (action_dim,), np.float32)
         self.state_dim = 3 + self.model.nq + self.model.nv
         if obs_type == "pixels":
@@ -246,6 +340,17 @@ class MetraKitchenEnv(gym.Env, EzPickle):
                           frame_size=frame_size, cheap_render=cheap_render, render_mode=render_mode)
 
     # --- the scene -----------------------------------------------------------------------------------------
+
+    def _use_model(self, model: Any) -> None:
+        """Put ``model`` (the package's with the mocap weld) in place of the package's own before anything used it:
+        in the package's robot env, its kitchen env and its renderer (which makes its viewers at the first frame)."""
+        robot_env = self._kitchen.robot_env
+        data = self._mujoco.MjData(model)
+        model.vis.global_.offwidth, model.vis.global_.offheight = robot_env.model.vis.global_.offwidth, \
+            robot_env.model.vis.global_.offheight
+        robot_env.model = self._kitchen.model = robot_env.mujoco_renderer.model = model
+        robot_env.data = self._kitchen.data = robot_env.mujoco_renderer.data = data
+        robot_env.init_qvel = np.zeros(model.nv)
 
     def _check_rendering(self) -> None:
         """Render once, so that an unusable ``MUJOCO_GL`` fails here, once, with the fix (the package makes its
@@ -322,6 +427,19 @@ class MetraKitchenEnv(gym.Env, EzPickle):
 
     # --- control -------------------------------------------------------------------------------------------
 
+    def _step_mocap(self, action: np.ndarray) -> None:
+        """One step of LEXA's end-effector control (``KitchenV0.step`` with ``control_mode="end_effector"``): 40
+        sub-steps, each putting the mocap body at an offset from the hand's current pose."""
+        mujoco, model, data = self._mujoco, self.model, self.data
+        target = quat_from_zyz(zyz_euler(data.xquat[self._hand]) - action[3:6])  # fixed for the step, as LEXA's
+        data.ctrl[self._gripper] = (action[6], -action[6])
+        for _ in range(FRAME_SKIP):
+            # The hand's pose as the last sub-step left it (mj_step's kinematics precede its integration, as in LEXA).
+            hand_quat = data.xquat[self._hand]
+            data.mocap_pos[self._mocap] = data.xpos[self._hand] + MOCAP_POSITION_SCALE * action[:3]
+            data.mocap_quat[self._mocap] = hand_quat + MOCAP_ROTATION_SCALE * (target - hand_quat)
+            mujoco.mj_step(model, data)
+
     def joint_action(self, action: np.ndarray) -> np.ndarray:
         """The package's 9-d joint-velocity action for a 7-d end-effector action (damped least squares on the
         end-effector site's Jacobian at the current state), scaled down as a whole if a joint would exceed its
@@ -341,6 +459,9 @@ class MetraKitchenEnv(gym.Env, EzPickle):
         super().reset(seed=seed)
         self._kitchen.reset(seed=seed)
         self._sync()
+        if self.control == "mocap":  # LEXA's reset_mocap2body_xpos: the weld holds at the reset pose
+            self.data.mocap_pos[self._mocap] = self.data.xpos[self._hand]
+            self.data.mocap_quat[self._mocap] = self.data.xquat[self._hand]
         self._achieved = {name for name, done in self.task_success().items() if done}
         self._needs_reset = False
         return self._get_obs(), self._info()
@@ -348,8 +469,16 @@ class MetraKitchenEnv(gym.Env, EzPickle):
     def step(self, action: np.ndarray):
         if self._needs_reset:
             raise gym.error.ResetNeeded("call reset() before step()")
-        action = np.clip(np.asarray(action, dtype=np.float64).reshape(self.action_space.shape), -1.0, 1.0)
-        self._kitchen.step(self.joint_action(action) if self.control == "end_effector" else action)
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != self.action_space.shape or not np.all(np.isfinite(action)):
+            raise ValueError(f"an action of metra/Kitchen-v0 with control={self.control!r} must be "
+                             f"{self.action_space.shape[0]} finite numbers, got shape {action.shape}"
+                             + ("" if action.shape != self.action_space.shape else f": {action.tolist()}"))
+        action = np.clip(action, -1.0, 1.0)
+        if self.control == "mocap":
+            self._step_mocap(action)
+        else:
+            self._kitchen.step(self.joint_action(action) if self.control == "end_effector_ik" else action)
         self._sync()
         info = self._info()
         new = {name for name, done in info[TASK_SUCCESS_KEY].items() if done} - self._achieved

@@ -145,27 +145,43 @@ def plot_trajectories(positions: np.ndarray, skills: np.ndarray, path: str | Pat
 
 
 class CoverageTracker:
-    """Queue coverage (bins of the most recent ``queue_size`` training positions) and total coverage.
+    """Queue coverage (bins of the most recent ``queue_size`` training positions) and total coverage (bins of every
+    training position so far); on environments with tasks (Kitchen) also the tasks achieved by those transitions:
+    METRA's queue and total task coverage.
 
     :param n_coordinates: 2 for x-y, 1 for x.
     :param queue_size: METRA uses the most recent 100,000 transitions.
+    :param task_names: the environment's tasks (``info[TASK_SUCCESS_KEY]``'s keys), or None.
     """
 
-    def __init__(self, n_coordinates: int, queue_size: int = 100_000) -> None:
+    def __init__(self, n_coordinates: int, queue_size: int = 100_000, task_names: list[str] | None = None) -> None:
         self.queue = np.zeros((queue_size, n_coordinates), dtype=np.float32)
         self.size = 0
         self.pos = 0
         self.total_bins: set[tuple[int, ...]] = set()
+        self.task_names = list(task_names or ())
+        self.task_queue = np.zeros((queue_size, len(self.task_names)), dtype=bool)
+        self.total_tasks = np.zeros(len(self.task_names), dtype=bool)
 
-    def add(self, positions: np.ndarray) -> None:
+    def add(self, positions: np.ndarray, tasks: np.ndarray | None = None) -> None:
+        """Record training transitions: their positions ``(n, n_coordinates)`` and, on environments with tasks, their
+        task flags ``(n, n_tasks)`` (in ``task_names`` order)."""
         positions = np.asarray(positions, dtype=np.float32).reshape(-1, self.queue.shape[1])
+        n_tasks = len(self.task_names)
+        if tasks is None:
+            if n_tasks:
+                raise ValueError(f"this tracker counts the tasks {self.task_names}: pass each transition's flags")
+            tasks = np.zeros((len(positions), 0), dtype=bool)
+        tasks = np.asarray(tasks, dtype=bool).reshape(len(positions), n_tasks)
         for start in range(0, len(positions), len(self.queue)):
             chunk = positions[start:start + len(self.queue)]
             idx = (self.pos + np.arange(len(chunk))) % len(self.queue)
             self.queue[idx] = chunk
+            self.task_queue[idx] = tasks[start:start + len(self.queue)]
             self.pos = int((self.pos + len(chunk)) % len(self.queue))
             self.size = min(self.size + len(chunk), len(self.queue))
         self.total_bins.update(map(tuple, np.unique(bins_of(positions), axis=0).tolist()))
+        self.total_tasks |= tasks.any(axis=0)
 
     def queue_coverage(self) -> int:
         return coverage(self.queue[: self.size]) if self.size else 0
@@ -173,11 +189,34 @@ class CoverageTracker:
     def total_coverage(self) -> int:
         return len(self.total_bins)
 
+    def queue_tasks(self) -> dict[str, bool]:
+        """Which tasks the most recent ``queue_size`` training transitions achieved (empty without tasks)."""
+        return dict(zip(self.task_names, self.task_queue[: self.size].any(axis=0).tolist()))
+
+    def total_tasks_achieved(self) -> dict[str, bool]:
+        """Which tasks any training transition so far achieved (empty without tasks)."""
+        return dict(zip(self.task_names, self.total_tasks.tolist()))
+
     def state(self) -> dict[str, np.ndarray]:
         bins = np.array(sorted(self.total_bins), dtype=np.int64).reshape(len(self.total_bins), self.queue.shape[1])
-        return {"queue": self.queue, "size": np.array(self.size), "pos": np.array(self.pos), "total_bins": bins}
+        tasks = {"task_names": np.array(self.task_names, dtype=str), "task_queue": self.task_queue,
+                 "total_tasks": self.total_tasks} if self.task_names else {}
+        return {"queue": self.queue, "size": np.array(self.size), "pos": np.array(self.pos), "total_bins": bins,
+                **tasks}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restore :meth:`state`. A state without task flags for an environment with tasks was saved before they were
+        counted, by a release whose Kitchen had another control: a ValueError says so."""
+        saved_tasks = [str(name) for name in state.get("task_names", ())]
+        if saved_tasks != self.task_names:
+            raise ValueError(f"the saved coverage statistics count the tasks {saved_tasks}, this environment reports "
+                             f"{self.task_names}" + ("; a Kitchen run state saved before metra-gym counted training "
+                                                     "tasks ran the earlier end-effector control (a third of LEXA's "
+                                                     "speed), so it is not comparable: start a new run"
+                                                     if self.task_names and not saved_tasks else ""))
+        if self.task_names:
+            self.task_queue = np.asarray(state["task_queue"], dtype=bool).copy()
+            self.total_tasks = np.asarray(state["total_tasks"], dtype=bool).copy()
         self.queue = np.asarray(state["queue"], dtype=np.float32).copy()
         self.size, self.pos = int(state["size"]), int(state["pos"])
         self.total_bins = set(map(tuple, np.asarray(state["total_bins"]).tolist()))

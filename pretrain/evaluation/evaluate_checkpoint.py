@@ -1,7 +1,7 @@
 """Evaluate a skill checkpoint (bundled, folder or Hub) with metra_gym alone: policy coverage and figures.
 
-Writes ``coverage.json`` (coverage, the tasks achieved on environments with tasks (Kitchen), and each skill's final
-position), ``trajectories.png`` (x-y paths of the
+Writes ``coverage.json`` (coverage, the tasks achieved on environments with tasks (Kitchen; with the run's queue and
+total task coverage when the checkpoint is a run's snapshot or export), and each skill's final position), ``trajectories.png`` (x-y paths of the
 evaluation skills, or x over time for 1-D positions) and, for 2-D skills, ``phi.png`` (the same paths mapped
 through phi: the paper's latent-space figure).
 """
@@ -81,6 +81,10 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
         "env_id": policy.env_id,
         "policy_coverage": bins,
         **({"tasks_achieved": sum(achieved.values()), "tasks": achieved} if achieved else {}),
+        # Recorded by training (a run's snapshot or export on an environment with tasks): METRA's queue and total task
+        # coverage of the training transitions up to this checkpoint, beside the policy coverage measured here.
+        **({"training_tasks": policy.config["provenance"]["training"]}
+           if achieved and "training" in policy.config["provenance"] else {}),
         "n_skills": n_skills,
         "steps": steps,
         "seed": seed,

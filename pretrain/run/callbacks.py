@@ -13,26 +13,34 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
+from metra_gym.registration import TASK_SUCCESS_KEY
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts, plot_trajectories, policy_coverage
 from pretrain.run.run_state import ResumeError, write_json_atomic, write_text_atomic
 
 
 class TrainingCoverage(BaseCallback):
-    """Feed every training position (``info["coordinates"]``) into a :class:`CoverageTracker`."""
+    """Feed every training position (``info["coordinates"]``) and, on environments with tasks (Kitchen), its task
+    flags (``info[TASK_SUCCESS_KEY]``) into a :class:`CoverageTracker`."""
 
     def __init__(self, tracker: CoverageTracker) -> None:
         super().__init__()
         self.tracker = tracker
         self._buffer: list[np.ndarray] = []
+        self._tasks: list[np.ndarray] = []
 
     def _on_step(self) -> bool:
-        self._buffer.append(np.stack([info["coordinates"] for info in self.locals["infos"]]))
+        infos = self.locals["infos"]
+        self._buffer.append(np.stack([info["coordinates"] for info in infos]))
+        if self.tracker.task_names:
+            self._tasks.append(np.array([[bool(info[TASK_SUCCESS_KEY][name]) for name in self.tracker.task_names]
+                                         for info in infos]))
         return True
 
     def _on_rollout_end(self) -> None:
         if self._buffer:
-            self.tracker.add(np.concatenate(self._buffer))
+            self.tracker.add(np.concatenate(self._buffer), np.concatenate(self._tasks) if self._tasks else None)
             self._buffer.clear()
+            self._tasks.clear()
 
 
 def actor_act(model) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -48,6 +56,21 @@ def actor_act(model) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         return model.policy.unscale_action(action)
 
     return act
+
+
+# The Kitchen metrics of an evaluation row (METRA's policy, queue and total task coverage), as TensorBoard logs them.
+TASK_METRICS = ("tasks_achieved", "queue_tasks_achieved", "total_tasks_achieved")
+
+
+TRAINING_TASK_KEYS = ("queue_tasks_achieved", "total_tasks_achieved", "queue_tasks", "total_tasks")
+
+
+def training_task_metrics(tracker: CoverageTracker) -> dict[str, int | str]:
+    """Queue and total task coverage of the training transitions so far: their counts and names."""
+    queue, total = tracker.queue_tasks(), tracker.total_tasks_achieved()
+    return {"queue_tasks_achieved": sum(queue.values()), "total_tasks_achieved": sum(total.values()),
+            "queue_tasks": ";".join(name for name, done in queue.items() if done),
+            "total_tasks": ";".join(name for name, done in total.items() if done)}
 
 
 def read_history(run_dir: Path) -> list[dict[str, float]]:
@@ -70,7 +93,10 @@ class EpochCallback(BaseCallback):
 
     Evaluation appends a row to ``eval/coverage.csv`` and ``eval/coverage.json`` in the run folder and saves
     a trajectory plot ``eval/trajectories_epoch_XXXXXX.png``. On environments with tasks (Kitchen) the row also
-    holds ``tasks_achieved``: how many tasks any evaluation rollout achieved.
+    holds METRA's three task metrics: ``tasks_achieved`` (how many tasks any evaluation rollout achieved: policy
+    coverage), ``queue_tasks_achieved`` (by the most recent 100,000 training transitions) and
+    ``total_tasks_achieved`` (by any training transition so far), and the names of each set (``tasks``,
+    ``queue_tasks``, ``total_tasks``, joined by ``;``).
 
     :param run_dir: the run folder.
     :param steps_per_epoch: env steps of one epoch (n_envs x episode steps).
@@ -170,8 +196,9 @@ class EpochCallback(BaseCallback):
         else:
             row.update(policy_coverage=None, queue_coverage=None, total_coverage=None, coverage=self.coverage_note)
         achieved = self.rollouts.achieved_tasks()
-        if achieved is not None:  # environments with tasks (Kitchen): how many any evaluation rollout achieved
-            row["tasks_achieved"] = sum(achieved.values())
+        if achieved is not None:  # environments with tasks (Kitchen): the paper's policy, queue and total task coverage
+            row.update(training_task_metrics(self.tracker), tasks_achieved=sum(achieved.values()),
+                       tasks=";".join(name for name, done in achieved.items() if done))
         self.history.append(row)
         write_json_atomic(eval_dir / "coverage.json", self.history)
         table = io.StringIO()
@@ -179,7 +206,7 @@ class EpochCallback(BaseCallback):
         writer.writeheader()
         writer.writerows(self.history)
         write_text_atomic(eval_dir / "coverage.csv", table.getvalue())
-        for key in ("policy_coverage", "queue_coverage", "total_coverage", "tasks_achieved"):
+        for key in ("policy_coverage", "queue_coverage", "total_coverage", *TASK_METRICS):
             if row.get(key) is not None:
                 self.logger.record(f"eval/{key}", row[key])
         if self.on_evaluation is not None:

@@ -28,6 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.type_aliases import RolloutReturn
 
+from metra_gym.registration import TASK_SUCCESS_KEY
 from pretrain.run.config import ConfigError, PretrainConfig, build_config
 from pretrain.run.envs import env_factory, training_env
 
@@ -46,7 +47,20 @@ class Batch:
     dones: np.ndarray
     truncated: np.ndarray  # time-limit ends (SB3's "TimeLimit.truncated")
     coordinates: np.ndarray
+    tasks: np.ndarray  # task flags (info[TASK_SUCCESS_KEY], in task_names order); (steps, envs, 0) without tasks
     rngs_after: list[dict[str, Any]]  # each environment's RNG state before its last reset
+    task_names: list[str]
+
+    def infos(self, t: int) -> list[dict[str, Any]]:
+        """What SB3's callbacks and replay buffer read of vec-step ``t``'s infos: positions, time-limit ends and, on
+        environments with tasks, the task flags."""
+        return [{"coordinates": c, "TimeLimit.truncated": bool(truncated),
+                 **({TASK_SUCCESS_KEY: dict(zip(self.task_names, flags.tolist()))} if self.task_names else {})}
+                for c, truncated, flags in zip(self.coordinates[t], self.truncated[t], self.tasks[t])]
+
+
+# The per-step arrays of a Batch, time-major.
+BATCH_ARRAYS = ("obs", "next_obs", "actions", "rewards", "dones", "truncated", "coordinates", "tasks")
 
 
 def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int], seed: int) -> None:
@@ -83,8 +97,8 @@ def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int]
                 obs = venv.reset()
             th.manual_seed(epoch_seed)
             rng = np.random.default_rng(epoch_seed)
-            record: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "next_obs", "actions", "rewards", "dones",
-                                                                    "truncated", "coordinates")}
+            record: dict[str, list[np.ndarray]] = {k: [] for k in BATCH_ARRAYS}
+            task_names: list[str] = []
             for t in range(steps):
                 if random_warmup and start_timesteps + t * total_envs < learning_starts:
                     scaled = rng.uniform(-1.0, 1.0, (len(env_ids), *low.shape)).astype(np.float32)
@@ -104,8 +118,12 @@ def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int]
                 record["truncated"].append(np.array([info.get("TimeLimit.truncated", False) for info in infos]))
                 # An environment without coordinates (no coverage metrics) records empty positions.
                 record["coordinates"].append(np.stack([info.get("coordinates", np.zeros(0)) for info in infos]))
+                task_names = list(infos[0].get(TASK_SUCCESS_KEY, ()))  # environments with tasks (Kitchen)
+                record["tasks"].append(np.array([[bool(info[TASK_SUCCESS_KEY][name]) for name in task_names]
+                                                 for info in infos], dtype=bool).reshape(len(infos), len(task_names)))
                 obs = new_obs
-            conn.send(Batch(**{k: np.stack(v) for k, v in record.items()}, rngs_after=list(venv.pre_reset_rngs)))
+            conn.send(Batch(**{k: np.stack(v) for k, v in record.items()}, rngs_after=list(venv.pre_reset_rngs),
+                            task_names=task_names))
     except (BrokenPipeError, ConnectionResetError):  # the learner was killed mid-epoch: no one to report to
         pass
     finally:
@@ -168,9 +186,8 @@ class OverlappedCollector:
 
     def _receive(self) -> Batch:
         parts = [conn.recv() for conn in self._conns]
-        fields = {k: np.concatenate([getattr(p, k) for p in parts], axis=1)
-                  for k in ("obs", "next_obs", "actions", "rewards", "dones", "truncated", "coordinates")}
-        return Batch(**fields, rngs_after=[rng for p in parts for rng in p.rngs_after])
+        fields = {k: np.concatenate([getattr(p, k) for p in parts], axis=1) for k in BATCH_ARRAYS}
+        return Batch(**fields, rngs_after=[rng for p in parts for rng in p.rngs_after], task_names=parts[0].task_names)
 
     def collect(self, model, callback: BaseCallback) -> RolloutReturn:
         """One epoch for SB3's learn loop: receive the epoch collected in the background, start the next one with
@@ -188,8 +205,7 @@ class OverlappedCollector:
     def _store(self, model, callback: BaseCallback, batch: Batch) -> RolloutReturn:
         buffer = model.replay_buffer
         for t in range(len(batch.obs)):
-            infos = [{"coordinates": c, "TimeLimit.truncated": bool(tr)}
-                     for c, tr in zip(batch.coordinates[t], batch.truncated[t])]
+            infos = batch.infos(t)
             model.num_timesteps += self.n_envs
             callback.update_locals({"infos": infos, "dones": batch.dones[t], "rewards": batch.rewards[t]})
             if not callback.on_step():  # a stop asked at the epoch boundary: nothing of this epoch is stored

@@ -416,7 +416,10 @@ def load_run_state(folder: Path, model, tracker: CoverageTracker) -> dict[str, A
                       "run trains on an empty buffer that refills from now on, so it does not continue exactly as "
                       "the uninterrupted run would", ResumeWarning, stacklevel=2)
     with np.load(folder / "coverage.npz") as data:
-        tracker.load_state(dict(data))
+        try:
+            tracker.load_state(dict(data))
+        except ValueError as error:
+            raise ResumeError(f"{folder / 'coverage.npz'}: {error}") from None
     random.setstate(_tuplify(json.loads(base64.b64decode(state["python_rng"]))))
     kind, key, pos, has_gauss, gauss = state["numpy_rng"]
     np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, gauss))

@@ -21,9 +21,10 @@ import torch as th
 from stable_baselines3.common.callbacks import CallbackList
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
+from metra_gym.registration import TASK_SUCCESS_KEY
 from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.export import export_model
-from pretrain.run.callbacks import EpochCallback, TrainingCoverage
+from pretrain.run.callbacks import EpochCallback, TrainingCoverage, training_task_metrics
 from pretrain.run.collector import attach_collector
 from pretrain.run.config import ConfigError, PretrainConfig
 from pretrain.run.device import resolve_device
@@ -73,7 +74,8 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
     probe = make()
     info = probe.reset(seed=0)[1]
     probe.close()
-    tracker = CoverageTracker(n_coordinates=len(info.get("coordinates", ())))
+    tracker = CoverageTracker(n_coordinates=len(info.get("coordinates", ())),
+                              task_names=list(info.get(TASK_SUCCESS_KEY, ())))
     coverage_note = None if "coordinates" in info else no_coverage_note(config)
     check_memory(config, probe.observation_space, probe.action_space, device)  # before hours of nothing
     start_epoch, start_wall_clock = 0, 0.0
@@ -134,7 +136,8 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
         export_model(model, config, run_dir / "snapshots" / f"epoch_{epoch:06d}",
                      {"run": run_dir.name, "env_steps": int(model.num_timesteps), "epochs": epoch,
                       "policy_coverage": None, "wall_clock_h": round(epochs.wall_clock() / 3600, 3),
-                      "command": "snapshot during training"})
+                      "command": "snapshot during training",
+                      **({"training": training_task_metrics(tracker)} if tracker.task_names else {})})
 
     epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
                            config.save_every, save=save, snapshot=snapshot, snapshot_every=config.snapshot_every,

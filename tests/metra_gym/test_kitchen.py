@@ -63,7 +63,8 @@ def test_import_of_the_kitchen_module_stays_light():
     assert heavy_modules_after("metra_gym, metra_gym.envs.kitchen, metra_gym.envs.robotics_patch", "metra/Kitchen-v0", ('torch', 'mujoco', 'gymnasium_robotics')) == []
 
 
-@pytest.mark.parametrize(("control", "action_dim"), [("end_effector", EE_ACTIONS), ("joint_velocity", 9)])
+@pytest.mark.parametrize(("control", "action_dim"), [("mocap", EE_ACTIONS), ("end_effector_ik", EE_ACTIONS),
+                                                     ("joint_velocity", 9)])
 def test_state_id_passes_the_checker(control, action_dim):
     env = gym.make("metra/Kitchen-v0", obs_type="state", control=control)
     assert env.observation_space == gym.spaces.Box(-np.inf, np.inf, (STATE_DIM,), np.float32)
@@ -107,34 +108,118 @@ def test_state_is_the_end_effector_then_the_packages_observation(env):
     np.testing.assert_array_equal(info["coordinates"], site[:2])
 
 
-@pytest.mark.parametrize("axis", [0, 1, 2])
-def test_end_effector_action_moves_the_hand_along_its_axis(env, axis):
+def test_mocap_control_welds_a_mocap_body_to_the_hand_as_lexa_does(env):
+    import mujoco
+
+    model = env.model
+    weld = [i for i in range(model.neq) if model.eq_type[i] == mujoco.mjtEq.mjEQ_WELD]
+    assert len(weld) == 1 and model.nmocap == 1
+    (i,) = weld
+    assert {model.body(model.eq_obj1id[i]).name, model.body(model.eq_obj2id[i]).name} == {"mocap", "panda0_link7"}
+    np.testing.assert_allclose(model.eq_solref[i], (0.02, 1.0))
+    np.testing.assert_allclose(model.eq_solimp[i][:3], (0.9, 0.95, 0.001))
+    env.reset(seed=0)
+    hand = model.body("panda0_link7").id
+    np.testing.assert_allclose(env.data.mocap_pos[0], env.data.xpos[hand])  # LEXA's reset_mocap2body_xpos
+    np.testing.assert_allclose(env.data.mocap_quat[0], env.data.xquat[hand])
+
+
+def _moved(env, action, steps=5):
     env.reset(seed=0)
     start = env.end_effector()
-    action = np.zeros(EE_ACTIONS, np.float32)
-    action[axis] = 1.0
-    for _ in range(5):
+    for _ in range(steps):
         env.step(action)
-    moved = env.end_effector() - start
-    assert moved[axis] > 0.05  # EE_SPEED = 1 m/s for 0.4 s, behind the position servos
-    assert abs(moved[axis]) > 2 * np.abs(np.delete(moved, axis)).max()
+    return env.end_effector() - start
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_mocap_moves_the_hand_at_lexas_speed_along_each_axis(env, axis, sign):
+    """LEXA's control moves the hand 0.05-0.11 m a step at full command from the reset pose (0.06-0.09 m in LEXA's
+    model); the package's servos through inverse kinematics (control="end_effector_ik") 0.02-0.05 m. Fails if the
+    control falls back to the slow arm."""
+    action = np.zeros(EE_ACTIONS, np.float32)
+    action[axis] = sign
+    moved = _moved(env, action)
+    # 5 steps: 0.33-0.52 m measured (0.10-0.25 m with the servos), mostly along the commanded axis (a zero action
+    # lets the hand drift too, as in LEXA: the mocap body follows the hand, and the arm's servos pull toward 0).
+    assert np.linalg.norm(moved) > 0.3 and sign * moved[axis] > 0.2
+    assert abs(moved[axis]) > 1.1 * np.abs(np.delete(moved, axis)).max()
+
+
+def test_the_inverse_kinematics_control_is_the_slow_arm_of_earlier_releases():
+    slow = kitchen.MetraKitchenEnv(obs_type="state", control="end_effector_ik")
+    action = np.zeros(EE_ACTIONS, np.float32)
+    action[0] = 1.0
+    moved = _moved(slow, action)
+    assert 0.05 < moved[0] and np.linalg.norm(moved) < 0.2  # EE_SPEED asks for 0.08 m a step; the servos give 0.02
+    assert slow.model.nmocap == 0
+    slow.close()
+
+
+@pytest.mark.parametrize("axis", [3, 4, 5])
+def test_rotation_action_turns_the_hand(env, axis):
+    """a[3:6] is subtracted from the hand's z-y-z Euler angles; the mocap body turns 5 % of the way to that target at
+    each sub-step, from wherever the hand is, so the hand turns slowly (as in LEXA) and drifts under a zero action
+    too: +1 and -1 end 0.07-0.16 rad apart after 3 steps (0 if the rotation part were dropped)."""
+    hand = env.model.body("panda0_link7").id
+    ends = []
+    for sign in (1.0, -1.0):
+        env.reset(seed=0)
+        action = np.zeros(EE_ACTIONS, np.float32)
+        action[axis] = sign
+        for _ in range(3):
+            env.step(action)
+        ends.append(env.data.xquat[hand].copy())
+    assert 2 * np.arccos(min(1.0, abs(float(ends[0] @ ends[1])))) > 0.05
+
+
+def test_z_y_z_euler_angles_are_numpy_quaternions():
+    """numpy-quaternion's as_euler_angles / from_euler_angles (LEXA's quat_to_rpy / rpy_to_quat), by hand."""
+    half = np.pi / 8  # rotations by pi / 4
+    np.testing.assert_allclose(kitchen.zyz_euler([1, 0, 0, 0]), [0, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(kitchen.zyz_euler([np.cos(half), 0, 0, np.sin(half)]), [half, 0, half], atol=1e-12)
+    np.testing.assert_allclose(kitchen.zyz_euler([np.cos(half), 0, np.sin(half), 0]), [0, np.pi / 4, 0], atol=1e-12)
+    np.testing.assert_allclose(kitchen.quat_from_zyz([np.pi / 2, 0, 0]), [np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)])
+    np.testing.assert_allclose(kitchen.quat_from_zyz([0, np.pi / 2, 0]), [np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0])
+    rng = np.random.default_rng(0)
+    for quat in rng.normal(size=(20, 4)):
+        quat /= np.linalg.norm(quat)
+        back = kitchen.quat_from_zyz(kitchen.zyz_euler(quat))
+        assert abs(abs(float(back @ quat)) - 1.0) < 1e-9  # the same rotation (q or -q)
+
+
+def test_gripper_action_drives_the_fingers_as_lexa_does(env):
+    """LEXA gives the first finger's servo a[6] and the second's -a[6], each clipped to [0, 0.04]: a positive a[6]
+    opens the first finger and closes the second."""
     env.reset(seed=0)
-    for _ in range(5):
+    action = np.zeros(EE_ACTIONS, np.float32)
+    action[6] = 1.0
+    for _ in range(3):
+        env.step(action)
+    first = env.data.qpos[7:9].copy()
+    for _ in range(3):
         env.step(-action)
-    assert (env.end_effector() - start)[axis] < -0.05
+    second = env.data.qpos[7:9].copy()
+    assert first[0] - first[1] > 0.01 and second[1] - second[0] > 0.01
+    fingers = [env.model.actuator(name).id for name in ("r_gripper_finger_joint", "l_gripper_finger_joint")]
+    np.testing.assert_array_equal(env.data.ctrl[fingers], [-1.0, 1.0])  # a[6], -a[6] of the last step
+    np.testing.assert_allclose(env.model.actuator_ctrlrange[fingers], [[0.0, 0.04]] * 2)  # where MuJoCo clips them
 
 
-def test_gripper_action_opens_and_closes_both_fingers(env):
-    env.reset(seed=0)
+def test_gripper_action_opens_and_closes_both_fingers_with_inverse_kinematics():
+    slow = kitchen.MetraKitchenEnv(obs_type="state", control="end_effector_ik")
+    slow.reset(seed=0)
     close = np.zeros(EE_ACTIONS, np.float32)
     close[6] = -1.0
     for _ in range(3):
-        env.step(close)
-    closed = env.data.qpos[7:9].copy()
+        slow.step(close)
+    closed = slow.data.qpos[7:9].copy()
     for _ in range(3):
-        env.step(-close)
-    opened = env.data.qpos[7:9].copy()
+        slow.step(-close)
+    opened = slow.data.qpos[7:9].copy()
     assert np.all(closed < 0.02) and np.all(opened - closed > 0.015)  # from 0.04-0.05 at the start
+    slow.close()
 
 
 @pytest.mark.parametrize("task", kitchen.TASKS)
@@ -313,12 +398,33 @@ def test_missing_gymnasium_robotics_names_the_install_command(monkeypatch):
     ({"tasks": "Kettle"}, r"tasks must be a list of task names, e\.g\. \['Kettle'\]"),
     ({"tasks": 3}, r"tasks must be a list of task names, e\.g\. \['Kettle'\], got 3"),
     ({"obs_type": "rgb"}, "obs_type must be 'pixels'.*or 'state'.*got 'rgb'"),
-    ({"control": "mocap"}, "control must be one of 'end_effector', 'joint_velocity', got 'mocap'"),
+    ({"control": "servo"}, "control must be one of 'mocap', 'end_effector_ik', 'joint_velocity', got 'servo'"),
+    ({"control": "end_effector"}, "control 'end_effector' is now called 'end_effector_ik'.*the paper's control.*"
+                                  "is 'mocap' \\(the default\\)"),
     ({"task_criteria": "d4rl"}, "task_criteria must be one of 'lexa', 'gymnasium_robotics', got 'd4rl'"),
 ])
 def test_bad_arguments_are_one_clear_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
         gym.make("metra/Kitchen-v0", **kwargs)
+
+
+@pytest.mark.parametrize("action", [np.zeros(6), np.zeros(9), np.zeros((1, 7)), np.array([np.nan] + [0.0] * 6),
+                                    np.array([0.0] * 6 + [np.inf])],
+                         ids=["short", "long", "batched", "nan", "inf"])
+def test_an_action_of_the_wrong_size_or_not_finite_is_one_clear_error(env, action):
+    env.reset(seed=0)
+    before = env.data.qpos.copy()
+    with pytest.raises(ValueError, match=r"an action of metra/Kitchen-v0 with control='mocap' must be 7 finite numbers"):
+        env.step(action)
+    np.testing.assert_array_equal(env.data.qpos, before)  # nothing was simulated
+
+
+def test_a_model_without_the_hand_is_one_clear_error(tmp_path):
+    model = tmp_path / "kitchen.xml"
+    model.write_text("<mujoco><worldbody><body name='panda0_link6'><geom size='0.1'/></body></worldbody></mujoco>")
+    with pytest.raises(kitchen.KitchenModelError, match=r"lacks body 'panda0_link7' and actuator "
+                                                        r"'r_gripper_finger_joint'.*control='mocap'.*1\.4\.x"):
+        kitchen.add_mocap_weld(str(model))
 
 
 def test_unknown_goal_task_is_one_clear_error(env):

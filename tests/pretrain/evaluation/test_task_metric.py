@@ -1,5 +1,7 @@
-"""The task metric (METRA's Kitchen metric: how many tasks the evaluation rollouts achieve) in the rollouts, the
-training's evaluation CSV and TensorBoard, ``metra-pretrain evaluate`` and zero-shot goal reaching on task goals."""
+"""The task metrics (METRA's Kitchen metrics: how many tasks the evaluation rollouts achieve (policy coverage), the
+most recent 100,000 training transitions (queue coverage) and any training transition (total coverage)) in the
+rollouts, the coverage tracker, the collector, the training's evaluation CSV and TensorBoard, ``metra-pretrain
+evaluate`` and zero-shot goal reaching on task goals."""
 
 import csv
 import json
@@ -11,7 +13,9 @@ import numpy as np
 import pytest
 
 from metra_gym.registration import TASK_SUCCESS_KEY
-from pretrain.evaluation.coverage import SkillRollouts
+from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
+from pretrain.run.callbacks import TrainingCoverage, training_task_metrics
+from pretrain.run.collector import Batch
 
 
 class _Tasks(gym.Env):
@@ -58,6 +62,70 @@ def test_rollouts_of_an_environment_without_tasks_report_none():
     rollouts.run(lambda obs, skills: np.zeros((len(obs), 2), np.float32), np.zeros((2, 2)))
     assert rollouts.achieved_tasks() is None and rollouts.task_flags is None
     rollouts.close()
+
+
+def _flags(*rows):
+    return np.array(rows, dtype=bool)
+
+
+def test_tracker_counts_queue_tasks_over_the_last_transitions_and_total_tasks_over_all():
+    tracker = CoverageTracker(1, queue_size=3, task_names=["Left", "Right", "One"])
+    tracker.add(np.zeros((2, 1)), _flags([1, 0, 0], [0, 0, 0]))
+    assert tracker.queue_tasks() == {"Left": True, "Right": False, "One": False}
+    tracker.add(np.zeros((2, 1)), _flags([0, 0, 1], [0, 0, 0]))  # the queue of 3 has dropped the first transition
+    assert tracker.queue_tasks() == {"Left": False, "Right": False, "One": True}
+    assert tracker.total_tasks_achieved() == {"Left": True, "Right": False, "One": True}
+    assert training_task_metrics(tracker) == {"queue_tasks_achieved": 1, "total_tasks_achieved": 2,
+                                              "queue_tasks": "One", "total_tasks": "Left;One"}
+    tracker.add(np.zeros((5, 1)), _flags(*[[0, 1, 0]] + [[0, 0, 0]] * 4))  # more than the queue at once
+    assert tracker.queue_tasks() == {"Left": False, "Right": False, "One": False}
+    assert tracker.total_tasks_achieved() == {"Left": True, "Right": True, "One": True}
+
+
+def test_tracker_state_round_trips_and_refuses_a_state_without_its_tasks():
+    tracker = CoverageTracker(1, queue_size=4, task_names=["Left", "Right"])
+    tracker.add(np.arange(3.0).reshape(3, 1), _flags([0, 1], [0, 0], [0, 0]))
+    state = {key: np.asarray(value) for key, value in tracker.state().items()}
+    restored = CoverageTracker(1, queue_size=4, task_names=["Left", "Right"])
+    restored.load_state(state)
+    assert (restored.queue_tasks(), restored.total_tasks_achieved(), restored.total_coverage()) == \
+        (tracker.queue_tasks(), tracker.total_tasks_achieved(), 3)
+    plain = CoverageTracker(1, queue_size=4)
+    plain.add(np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="Kitchen run state saved before.*not comparable: start a new run"):
+        restored.load_state({key: np.asarray(value) for key, value in plain.state().items()})
+    with pytest.raises(ValueError, match="pass each transition's flags"):
+        restored.add(np.zeros((1, 1)))
+
+
+def test_training_coverage_feeds_each_transitions_task_flags():
+    tracker = CoverageTracker(1, task_names=["Left", "Right", "One"])
+    callback = TrainingCoverage(tracker)
+    env = _Tasks()
+    env.reset()
+    for action in (-1.0, -1.0, 4.0):  # x: -1, -2 (Left), 2
+        _, _, _, _, info = env.step(np.array([action]))
+        callback.update_locals({"infos": [info]})
+        callback._on_step()  # (SB3's on_step also counts the model's timesteps: there is no model here)
+    assert tracker.total_tasks_achieved() == {"Left": False, "Right": False, "One": False}  # not before the epoch ends
+    callback._on_rollout_end()
+    assert tracker.total_tasks_achieved() == {"Left": True, "Right": False, "One": False}
+
+
+def test_the_overlapped_collectors_infos_carry_the_task_flags():
+    steps, envs = 2, 3
+    arrays = {key: np.zeros((steps, envs)) for key in ("rewards", "dones", "truncated")}
+    batch = Batch(obs=np.zeros((steps, envs, 1)), next_obs=np.zeros((steps, envs, 1)), actions=np.zeros((steps, envs, 1)),
+                  coordinates=np.arange(steps * envs, dtype=float).reshape(steps, envs, 1),
+                  tasks=np.array([[[1, 0], [0, 0], [0, 1]], [[0, 0], [1, 1], [0, 0]]], dtype=bool),
+                  rngs_after=[], task_names=["Left", "Right"], **arrays)
+    infos = batch.infos(1)
+    assert [info[TASK_SUCCESS_KEY] for info in infos] == [{"Left": False, "Right": False},
+                                                          {"Left": True, "Right": True},
+                                                          {"Left": False, "Right": False}]
+    assert [float(info["coordinates"][0]) for info in infos] == [3.0, 4.0, 5.0]
+    without = Batch(**{**batch.__dict__, "tasks": np.zeros((steps, envs, 0), dtype=bool), "task_names": []})
+    assert all(TASK_SUCCESS_KEY not in info for info in without.infos(0))
 
 
 pytest.importorskip("gymnasium_robotics")
@@ -123,10 +191,19 @@ def test_a_tiny_kitchen_state_run_logs_the_tasks_achieved(tmp_path, collector):
     rows = list(csv.DictReader((run / "eval" / "coverage.csv").open()))
     assert [int(r["epoch"]) for r in rows] == [0, 1, 2, 3]
     assert all(0 <= int(r["tasks_achieved"]) <= 6 for r in rows)
+    for row in rows:  # the three metrics, each with the names of its tasks; the total never shrinks
+        for count, names in (("tasks_achieved", "tasks"), ("queue_tasks_achieved", "queue_tasks"),
+                             ("total_tasks_achieved", "total_tasks")):
+            assert int(row[count]) == len([n for n in row[names].split(";") if n])
+        assert set(row["queue_tasks"].split(";")) <= set(row["total_tasks"].split(";"))
+    totals = [int(r["total_tasks_achieved"]) for r in rows]
+    assert totals == sorted(totals)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(next((run / "tb").iterdir()))).Reload()
     logged = events.Scalars("eval/tasks_achieved")
     assert [e.step // 100 for e in logged] == [0, 1, 2, 3]  # each evaluation at its env step (2 x 50 per epoch)
     assert [int(e.value) for e in logged] == [int(r["tasks_achieved"]) for r in rows]
+    for key in ("queue_tasks_achieved", "total_tasks_achieved"):
+        assert [int(e.value) for e in events.Scalars(f"eval/{key}")] == [int(r[key]) for r in rows]
     assert len(events.Scalars("train/actor_loss")) >= 2  # the epochs that trained (learning_starts = 1 epoch)
