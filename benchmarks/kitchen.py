@@ -4,10 +4,11 @@
   ``FrankaKitchen-v1`` renderer at 64 x 64 with the LEXA camera (the model's 2560 x 1920 8x-multisampled offscreen
   buffer, shadows); ``metra_gym`` is what ``metra/Kitchen-v0`` renders per frame (buffer of the frame's size, no
   shadows, reflections or multisampling).
-- **Steps/s** of ``metra/Kitchen-v0`` with ``obs_type="state"`` (end-effector and joint-velocity control) and
-  ``"pixels"`` (one frame per step), beside the package's ``FrankaKitchen-v1`` step.
+- **Steps/s** of ``metra/Kitchen-v0`` with ``obs_type="state"`` (each control: LEXA's mocap, the default; the
+  inverse-kinematics end-effector control of earlier releases; joint velocities) and ``"pixels"`` (mocap, one frame
+  per step), beside the package's ``FrankaKitchen-v1`` step.
 - **Baselines of the task metric** (the number of the six tasks that any of 48 rollouts of 50 steps achieves, LEXA's
-  criteria, as the training evaluation counts it): uniform random end-effector actions, drawn with seeds 90000-90047
+  criteria, as the training evaluation counts it), under the default control (``CONTROL``): uniform random actions, drawn with seeds 90000-90047
   (held out: used nowhere else), and the deterministic skills of an untrained ``kitchen_state`` network (2 rollouts
   of each of the 24 skills; network seed 90000). The state run's count is to beat both.
 
@@ -22,6 +23,7 @@ import argparse
 import os
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
@@ -34,6 +36,7 @@ from metra_gym.envs import kitchen
 from metra_gym.registration import KITCHEN_EPISODE_STEPS, TASK_SUCCESS_KEY
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kitchen" / "summary.json"
+CONTROL = "mocap"  # the default of metra/Kitchen-v0 (LEXA's); the baselines are measured under it
 BASELINE_SEED = 90_000  # random actions, the untrained network and resets: seeds used by no test or run
 EPISODES = 48
 
@@ -68,16 +71,16 @@ def time_steps(steps: int, pixel_steps: int) -> dict[str, float]:
     kitchen_env = kitchen.import_kitchen()
     return {
         "package_FrankaKitchen_v1": steps_per_second(lambda: kitchen_env.KitchenEnv(), 9, steps),
-        "state_end_effector": steps_per_second(lambda: kitchen.MetraKitchenEnv(obs_type="state"), 7, steps),
-        "state_joint_velocity": steps_per_second(
-            lambda: kitchen.MetraKitchenEnv(obs_type="state", control="joint_velocity"), 9, steps),
-        "pixels_end_effector": steps_per_second(lambda: kitchen.MetraKitchenEnv(obs_type="pixels"), 7, pixel_steps),
+        **{f"state_{control}": steps_per_second(partial(kitchen.MetraKitchenEnv, obs_type="state", control=control),
+                                                9 if control == "joint_velocity" else 7, steps)
+           for control in kitchen.CONTROLS},
+        "pixels_mocap": steps_per_second(lambda: kitchen.MetraKitchenEnv(obs_type="pixels"), 7, pixel_steps),
     }
 
 
 def random_action_tasks(episodes: int = EPISODES) -> dict:
     """Tasks achieved by uniform random end-effector actions: any episode, and per episode."""
-    env = gym.make("metra/Kitchen-v0", obs_type="state")
+    env = gym.make("metra/Kitchen-v0", obs_type="state", control=CONTROL)
     achieved = dict.fromkeys(kitchen.TASKS, False)
     per_episode = []
     for i in range(episodes):
@@ -124,7 +127,8 @@ def main() -> None:
     steps = time_steps(args.steps, args.pixel_steps)
     random_actions = random_action_tasks()
     untrained = untrained_skill_tasks()
-    measurement = {"cpu": _cpu(), "mujoco_gl": os.environ.get("MUJOCO_GL"), "load_average_before": load_before,
+    measurement = {"cpu": _cpu(), "mujoco_gl": os.environ.get("MUJOCO_GL"), "control": CONTROL,
+                   "load_average_before": load_before,
                    "load_average_after": list(os.getloadavg()), "frame_ms": render, "steps_per_s": steps,
                    "random_actions": random_actions, "untrained_skills": untrained,
                    "command": "MUJOCO_GL=egl python benchmarks/kitchen.py"}

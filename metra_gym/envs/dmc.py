@@ -175,6 +175,7 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
             cheapen_rendering(model)
         # Shimmy's Gymnasium layer over the dm_env; frames come from our own persistent camera (see _frame).
         self._dmc = compatibility(dm_env)
+        self._task = dm_env.task
         self.dt = dm_env.control_timestep() * self.action_repeat
         self.metadata = {**self.metadata, "render_fps": 1.0 / self.dt}
         inner = self._dmc.action_space
@@ -223,6 +224,20 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
     def coordinates(self) -> np.ndarray:
         """The torso's x-y (the free joint's position), float64."""
         return np.array(self.physics.data.qpos[:2], dtype=np.float64)
+
+    @property
+    def observation_groups(self) -> dict[str, tuple[int, int]] | None:
+        """Where each part of the state observation lies, ``{name: (start, stop)}``: ``torso_xy``, then dm_control's
+        observation entries in their flat order (Humanoid: ``joint_angles``, ``head_height``, ``extremities``,
+        ``torso_vertical``, ``com_velocity``, ``velocity``); None for pixels. Training logs how much phi depends on
+        each (``phi/sensitivity_<name>``)."""
+        if self.obs_type != "state":
+            return None
+        groups, start = {"torso_xy": (0, 2)}, 2
+        for name, value in self._task.get_observation(self.physics).items():
+            groups[name] = (start, start + int(np.size(value)))
+            start += int(np.size(value))
+        return groups
 
     def state(self) -> np.ndarray:
         """The state observation: torso x-y then dm_control's flat proprioception, float32."""

@@ -379,6 +379,17 @@ class MetraKitchenEnv(gym.Env, EzPickle):
         return np.concatenate([self.end_effector(), qpos[:ROBOT_DOFS], qvel[:ROBOT_DOFS], qpos[ROBOT_DOFS:],
                                qvel[ROBOT_DOFS:]]).astype(np.float32)
 
+    @property
+    def observation_groups(self) -> dict[str, tuple[int, int]] | None:
+        """Where each part of the state observation lies, ``{name: (start, stop)}`` (None for pixels). Training logs
+        how much phi depends on each (``phi/sensitivity_<name>``): whether it reads the objects or the arm only."""
+        if self.obs_type != "state":
+            return None
+        sizes = {"end_effector": 3, "robot_qpos": ROBOT_DOFS, "robot_qvel": ROBOT_DOFS,
+                 "object_qpos": self.model.nq - ROBOT_DOFS, "object_qvel": self.model.nv - ROBOT_DOFS}
+        bounds = np.cumsum([0, *sizes.values()])
+        return {name: (int(start), int(stop)) for name, start, stop in zip(sizes, bounds[:-1], bounds[1:])}
+
     def _get_obs(self) -> np.ndarray:
         return self._frame() if self.obs_type == "pixels" else self.state()
 

@@ -108,6 +108,16 @@ def test_state_is_the_end_effector_then_the_packages_observation(env):
     np.testing.assert_array_equal(info["coordinates"], site[:2])
 
 
+def test_observation_groups_name_each_part_of_the_state(env):
+    obs, _ = env.reset(seed=0)
+    groups = env.observation_groups
+    assert list(groups) == ["end_effector", "robot_qpos", "robot_qvel", "object_qpos", "object_qvel"]
+    assert groups["end_effector"] == (0, 3) and groups["object_qvel"][1] == STATE_DIM
+    start, stop = groups["object_qpos"]
+    np.testing.assert_allclose(obs[start:stop], env.data.qpos[9:], rtol=1e-6)
+    assert kitchen.MetraKitchenEnv.observation_groups.fget(type("Pixels", (), {"obs_type": "pixels"})()) is None
+
+
 def test_mocap_control_welds_a_mocap_body_to_the_hand_as_lexa_does(env):
     import mujoco
 

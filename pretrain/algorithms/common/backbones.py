@@ -209,8 +209,11 @@ class SkillDiscoveryMixin:
         buffer = self.replay_buffer
         sample = buffer.sample
 
+        last: list[ReplayBufferSamples] = []
+
         def relabelled_sample(n: int, env=None) -> ReplayBufferSamples:
             batch = sample(n, env)
+            last[:] = [batch]
             reward, step_stats = self._skill_step(batch)
             for key, value in step_stats.items():
                 stats[key].append(value.detach())
@@ -225,7 +228,32 @@ class SkillDiscoveryMixin:
         backbone = {key: [th.tensor(value)] for key, value in self.logger.name_to_value.items()
                     if key.startswith("train/") and isinstance(value, float)}
         self._check_finite({**stats, **backbone})
+        if last:
+            stats.update(self._phi_sensitivity(last[0]))
         self._record(stats)
+
+    def _phi_sensitivity(self, batch: ReplayBufferSamples) -> dict[str, list[th.Tensor]]:
+        """``phi/sensitivity_<group>`` on the last minibatch, for learners with phi on environments that name their
+        observation groups (state DMC): which parts of the state phi reads. Nothing is sampled for it, so the run's
+        random streams are those of a run without it."""
+        groups = self._observation_groups()
+        if not groups or not hasattr(self.skill_learner, "input_sensitivity") or isinstance(batch.observations, dict):
+            return {}
+        obs, _ = self.split(batch.observations)
+        return {f"phi/sensitivity_{name}": [value]
+                for name, value in self.skill_learner.input_sensitivity(obs, groups).items()}
+
+    def _observation_groups(self) -> dict[str, tuple[int, int]] | None:
+        """The training env's ``observation_groups`` (None when it names none, or when there is no env)."""
+        if self.env is None:
+            return None
+        try:
+            groups = self.env.get_attr("observation_groups", indices=[0])[0]
+        except AttributeError:
+            return None
+        if not groups or max(stop for _, stop in groups.values()) > self.obs_dim:
+            return None
+        return groups
 
     def _check_finite(self, stats: dict[str, list[th.Tensor]]) -> None:
         """Raise :class:`NonFiniteLossError` naming the first quantity (and its step) that is NaN or infinite."""
@@ -288,6 +316,8 @@ class SkillSAC(SkillDiscoveryMixin, SAC):
                     stats[key].append(value.detach())
                 self._n_updates += 1
         self._check_finite(stats)  # once per call: nothing is saved before it passes
+        if gradient_steps > 0:
+            stats.update(self._phi_sensitivity(batch))
         self._record(stats)
 
     def _sac_step(self, batch: ReplayBufferSamples, reward: th.Tensor, update_target: bool) -> dict[str, th.Tensor]:

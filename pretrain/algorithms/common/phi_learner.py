@@ -39,6 +39,25 @@ class PhiLearner(SkillLearner):
         """(phi(s') - phi(s))^T z per transition, shape (batch,) (one-hot z as :meth:`reward_skill` gives it)."""
         return (delta * self.reward_skill(z)).sum(dim=1)
 
+    def input_sensitivity(self, obs: th.Tensor, groups: dict[str, tuple[int, int]]) -> dict[str, th.Tensor]:
+        """How much phi depends on each group of observation entries: the norm of phi's Jacobian restricted to the
+        group's columns, ||d phi(s) / d s_group||_F, averaged over ``obs``. A diagnostic (no parameter or RNG
+        changes: the network runs in eval mode, so LSD's spectral normalisation does no power iteration)."""
+        net = self.trained_phi
+        was_training = net.training
+        net.eval()
+        try:
+            x = obs.detach().clone().requires_grad_(True)
+            out = net(x)
+            squared = th.zeros_like(x)
+            for d in range(out.shape[1]):
+                (grad,) = th.autograd.grad(out[:, d].sum(), x, retain_graph=d + 1 < out.shape[1])
+                squared += grad.pow(2)
+        finally:
+            net.train(was_training)
+        return {name: squared[:, start:stop].sum(dim=1).sqrt().mean().detach()
+                for name, (start, stop) in groups.items()}
+
     @th.no_grad()
     def reward(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
         """r = (phi(s') - phi(s))^T z with the current phi, shape (batch, 1)."""
