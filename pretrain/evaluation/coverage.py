@@ -89,6 +89,12 @@ class SkillRollouts:
             return None
         return dict(zip(self.task_names, self.task_flags.any(axis=(0, 1)).tolist()))
 
+    def tasks_by_rollout(self) -> list[list[str]] | None:
+        """The tasks each rollout of the last run achieved at any step (None without tasks)."""
+        if self.task_names is None or self.task_flags is None:
+            return None
+        return [[name for name, done in zip(self.task_names, flags) if done] for flags in self.task_flags.any(axis=1)]
+
     def close(self) -> None:
         for env in self.envs:
             env.close()

@@ -28,17 +28,19 @@ HELD_OUT_SEED = 1000
 
 
 def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0,
-                         achieved_tasks: dict[str, bool] | None = None,
-                         act: ActFn | None = None) -> tuple[np.ndarray, np.ndarray]:
+                         achieved_tasks: dict[str, bool] | None = None, act: ActFn | None = None,
+                         tasks_by_rollout: list[list[str]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Raw observations and positions of deterministic skill rollouts in the policy's environment, resets seeded
     ``seed + i``: (n, steps + 1, obs_dim), (n, steps + 1, c). ``act`` replaces the policy's own (random actions from
     the same resets, for a baseline). On environments with tasks, ``achieved_tasks`` (a dict, when given) is filled
-    with whether any rollout achieved each."""
+    with whether any rollout achieved each, and ``tasks_by_rollout`` (a list, when given) with each rollout's."""
     rollouts = SkillRollouts(lambda: policy.make_env(steps), len(skills), steps)
     observations: list[np.ndarray] = []
     positions = rollouts.run(act or policy.act, skills, seed=seed, observations=observations)
     if achieved_tasks is not None:
         achieved_tasks.update(rollouts.achieved_tasks() or {})
+    if tasks_by_rollout is not None:
+        tasks_by_rollout.extend(rollouts.tasks_by_rollout() or [])
     rollouts.close()
     return np.stack(observations, axis=1), positions
 
@@ -73,7 +75,9 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
     steps = steps or episode_steps(policy)
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed, prior=policy.skill_prior)
     achieved: dict[str, bool] = {}
-    obs, positions = rollout_observations(policy, skills, steps, seed=seed, achieved_tasks=achieved)
+    by_rollout: list[list[str]] = []
+    obs, positions = rollout_observations(policy, skills, steps, seed=seed, achieved_tasks=achieved,
+                                          tasks_by_rollout=by_rollout)
     out_dir.mkdir(parents=True, exist_ok=True)
     bins = coverage(positions)
     result = {
@@ -90,8 +94,12 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
         "seed": seed,
         "provenance": {k: v for k, v in policy.config["provenance"].items() if k != "config"},
         "final_positions": [{"skill": (int(np.argmax(z)) if policy.discrete else z.round(4).tolist()),
-                             "final": p[-1].round(3).tolist()} for z, p in zip(skills, positions)],
+                             "final": p[-1].round(3).tolist(), **({"tasks": tasks} if achieved else {})}
+                            for z, p, tasks in zip(skills, positions, by_rollout or [None] * len(skills))],
     }
+    if achieved:
+        plot_skill_tasks(skills, by_rollout, list(achieved), out_dir / "tasks.png",
+                         title=f"{policy.env_id}: tasks each skill achieved ({n_skills} rollouts)")
     plot_trajectories(positions, skills, out_dir / "trajectories.png",
                       title=f"{policy.env_id}: {n_skills} skills, coverage {bins} bins")
     if policy.skill_dim == 2 and not policy.discrete and policy.phi_net is not None:  # DIAYN, DADS, CIC: no phi
@@ -99,6 +107,36 @@ def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48
         plot_phi(np.stack([policy.phi(path) for path in obs]), skills, out_dir / "phi.png")
     (out_dir / "coverage.json").write_text(json.dumps(result, indent=1))
     return result
+
+
+def plot_skill_tasks(skills: np.ndarray, by_rollout: list[list[str]], tasks: list[str], path: Path,
+                     title: str) -> None:
+    """For environments with tasks (Kitchen): a skills x tasks grid, each cell the fraction of the skill's rollouts
+    that achieved the task (discrete skills: one row per one-hot; continuous: one row per rollout)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    one_hot = bool(np.all((skills == 0) | (skills == 1)) and np.allclose(skills.sum(axis=1), 1.0))
+    rows = np.argmax(skills, axis=1) if one_hot else np.arange(len(skills))
+    labels = sorted(set(rows.tolist()))
+    grid = np.zeros((len(labels), len(tasks)))
+    counts = np.zeros(len(labels))
+    for row, achieved in zip(rows, by_rollout):
+        i = labels.index(int(row))
+        counts[i] += 1
+        grid[i] += [task in achieved for task in tasks]
+    grid /= counts[:, None]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.9 * len(tasks), 1.2 + 0.22 * len(labels)))
+    ax.imshow(grid, cmap="Greens", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), [f"skill {label}" if one_hot else f"rollout {label}" for label in labels],
+                  fontsize=7)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plot_phi(latents: np.ndarray, skills: np.ndarray, path: Path) -> None:

@@ -51,6 +51,7 @@ def test_rollouts_count_a_task_any_rollout_achieves_at_any_step():
     assert rollouts.achieved_tasks() == {"Left": True, "Right": False, "One": True}
     rollouts.run(_walk, np.array([[1.0], [-0.5]]))  # x reaches 3 (at the last step) and -1.5
     assert rollouts.achieved_tasks() == {"Left": False, "Right": True, "One": True}
+    assert rollouts.tasks_by_rollout() == [["Right", "One"], []]  # the second rollout: 0, -0.5, -1, -1.5
     rollouts.run(_walk, np.array([[-0.5], [-0.5]]))
     assert sum(rollouts.achieved_tasks().values()) == 0
 
@@ -60,7 +61,7 @@ def test_rollouts_of_an_environment_without_tasks_report_none():
 
     rollouts = SkillRollouts(make_point_mass, 2, steps=2)
     rollouts.run(lambda obs, skills: np.zeros((len(obs), 2), np.float32), np.zeros((2, 2)))
-    assert rollouts.achieved_tasks() is None and rollouts.task_flags is None
+    assert rollouts.achieved_tasks() is None and rollouts.task_flags is None and rollouts.tasks_by_rollout() is None
     rollouts.close()
 
 
@@ -149,6 +150,9 @@ def test_evaluate_reports_the_tasks_achieved(untrained_kitchen, tmp_path):
                                      "Bottom Burner"]
     assert result["tasks_achieved"] == sum(result["tasks"].values()) and result["steps"] == 50
     assert f"{result['tasks_achieved']} of 6 tasks achieved" in out.stdout
+    per_rollout = [set(row["tasks"]) for row in result["final_positions"]]
+    assert len(per_rollout) == 2 and set().union(*per_rollout) == {t for t, done in result["tasks"].items() if done}
+    assert (tmp_path / "eval" / "tasks.png").stat().st_size > 1000  # the skills x tasks grid
 
 
 def test_goal_reaching_on_kitchen_uses_the_six_goal_states_with_a_fixed_skill(untrained_kitchen, tmp_path,
