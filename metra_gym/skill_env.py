@@ -257,10 +257,11 @@ class SkillEnv(gym.Env, EzPickle):
         if self._obs is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         z = self.skill_of(action)
+        act = self.policy.fixed_skill_actor(z)  # z checked once; state skills then run in NumPy
+        crop = None if self.policy.pixels is not None else self.policy_obs_dim
         total, terminated, truncated, info, steps = 0.0, False, False, {}, 0
         while steps < self.skill_steps and not (terminated or truncated):
-            obs = self._obs if self.policy.pixels is not None else self._obs[: self.policy_obs_dim]
-            low_action = self.policy.act(obs, z, deterministic=True)
+            low_action = act(self._obs[:crop])
             self._obs, reward, terminated, truncated, info = self.env.step(low_action)
             total += float(reward)
             steps += 1

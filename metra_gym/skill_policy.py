@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from metra_gym.envs.normalization import ObservationNormalizer
-from metra_gym.networks import PhiNetwork, SkillActor, pixel_encoder, single_threaded
+from metra_gym.networks import NumpySkillActor, PhiNetwork, SkillActor, pixel_encoder, single_threaded
 from metra_gym.registration import metra_env_ids
 from metra_gym.skill_checkpoint.format import PIXELS_KEY, CheckpointError, read_config, read_weights
 from metra_gym.skill_checkpoint.hub import locate_checkpoint
@@ -62,6 +62,7 @@ class SkillPolicy:
                                   f"{self.skill_prior!r}; re-export the checkpoint")
         self.action_low = np.asarray(config["action_low"], dtype=np.float32)
         self.action_high = np.asarray(config["action_high"], dtype=np.float32)
+        self._unit_bounds = bool(np.all(self.action_low == -1.0) and np.all(self.action_high == 1.0))
         # Skills trained on images: the stacked frames' shape and the renderer that drew them (see format.py).
         self.pixels: dict[str, Any] | None = config.get(PIXELS_KEY)
         self.obs_shape = tuple(self.pixels["shape"]) if self.pixels is not None else (self.obs_dim,)
@@ -96,6 +97,9 @@ class SkillPolicy:
         self.normalizer = ObservationNormalizer(normalizer["mean"], normalizer["std"])
         for _, module in self._modules():
             module.eval()
+        # Single state observations run in NumPy (NumpySkillActor: why), batches and pixels in torch.
+        self._numpy_actor = (NumpySkillActor(self.actor, self.normalizer)
+                             if self.pixels is None else None)
 
     def _modules(self) -> list[tuple[str, torch.nn.Module]]:
         """The networks with their weight-name prefixes in model.safetensors."""
@@ -221,6 +225,10 @@ class SkillPolicy:
         return torch.from_numpy(self.normalizer(array)), single
 
     def _skills(self, z: Any, batch: int) -> torch.Tensor:
+        return torch.from_numpy(np.broadcast_to(self._skill_array(z, batch), (batch, self.skill_dim)).copy())
+
+    def _skill_array(self, z: Any, batch: int) -> np.ndarray:
+        """Checked skills as float32, shape (1 or batch, skill_dim)."""
         try:
             array = np.atleast_2d(np.asarray(z, dtype=np.float64))
         except (TypeError, ValueError, OverflowError):
@@ -240,8 +248,13 @@ class SkillPolicy:
             problem = outside_prior(array, self.skill_prior)
             if problem is not None:
                 raise ValueError(problem)
-        array = array.astype(np.float32)
-        return torch.from_numpy(np.broadcast_to(array, (batch, self.skill_dim)).copy())
+        return array.astype(np.float32)
+
+    def _in_bounds(self, action: np.ndarray) -> np.ndarray:
+        """Actions in [-1, 1] mapped to the environment's bounds (as they are where those are [-1, 1])."""
+        if self._unit_bounds:
+            return action
+        return self.action_low + (action + 1.0) * 0.5 * (self.action_high - self.action_low)
 
     # --- the API ----------------------------------------------------------------------------------------
 
@@ -263,6 +276,8 @@ class SkillPolicy:
                 raise TypeError(f"rng must be a np.random.Generator or a seed (an int >= 0), got {rng!r} of type "
                                 f"{type(rng).__name__}")
             rng = np.random.default_rng(int(rng))
+        if deterministic and self._numpy_actor is not None and np.ndim(obs) == 1:
+            return self.fixed_skill_actor(z)(obs)
         obs_t, single = self._obs(obs)
         z_t = self._skills(z, len(obs_t))
         noise = None
@@ -271,8 +286,38 @@ class SkillPolicy:
             noise = torch.from_numpy(rng.standard_normal((len(obs_t), self.action_dim)).astype(np.float32))
         with single_threaded():
             action = self.actor(obs_t, z_t, noise).numpy()
-        action = self.action_low + (action + 1.0) * 0.5 * (self.action_high - self.action_low)
+        action = self._in_bounds(action)
         return action[0] if single else action
+
+    def fixed_skill_actor(self, z: Any) -> Callable[[Any], np.ndarray]:
+        """``obs -> act(obs, z)`` (deterministic) for single observations with the skill ``z`` fixed, as the skill env
+        runs a skill for K steps: checks ``z`` once, and for state skills runs :class:`~metra_gym.networks.NumpySkillActor`
+        with ``z``'s share of the first layer computed once (pixel skills: the torch path).
+
+        :param z: one skill, shape (skill_dim,), as :meth:`act` takes it.
+        :raises ValueError: from the returned function, for an observation that is not ``(obs_dim,)`` finite numbers.
+        """
+        if self._numpy_actor is None:
+            skill = self._skill_array(z, 1)[0]
+            return lambda obs: self.act(obs, skill, deterministic=True)
+        numpy_actor = self._numpy_actor
+        bias = numpy_actor.skill_bias(self._skill_array(z, 1)[0])
+        limit = float(np.finfo(np.float32).max)
+
+        def act(obs: Any) -> np.ndarray:
+            try:
+                array = np.asarray(obs, dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                raise TypeError(f"observations must be arrays of numbers, got {type(obs).__name__}") from None
+            if array.shape != (self.obs_dim,):
+                raise ValueError(f"observations must have {self.obs_dim} entries (shape ({self.obs_dim},) or "
+                                 f"(batch, {self.obs_dim})), got shape {np.shape(obs)}")
+            if not np.all(np.abs(array) <= limit):  # NaN fails this too
+                raise ValueError("observations must be finite float32 numbers; got NaN, infinite or out-of-range "
+                                 "entries (the environment may have diverged)")
+            return self._in_bounds(numpy_actor(array, bias))
+
+        return act
 
     @torch.no_grad()
     def phi(self, obs: Any) -> np.ndarray:
