@@ -267,6 +267,25 @@ class SkillEnv(gym.Env, EzPickle):
             steps += 1
         return self._obs, total, bool(terminated), bool(truncated), {**info, "skill_steps": steps, "skill": z}
 
+    def save_state(self) -> tuple[Any, np.ndarray]:
+        """A snapshot of this env to come back to with :meth:`restore_state`, to try skills and undo them (look-ahead
+        planning): the inner MuJoCo environment's state (:func:`metra_gym.envs.snapshot.save_state`) and the last
+        observation. A step of this env (``env.unwrapped.step``, not through the time limit) between the two leaves no
+        trace. MuJoCo environments only (Gymnasium's and metra-gym's DMC ones)."""
+        from metra_gym.envs.snapshot import save_state
+
+        if self._obs is None:
+            raise gym.error.ResetNeeded("call reset() before save_state()")
+        return save_state(self.env), self._obs.copy()
+
+    def restore_state(self, state: tuple[Any, np.ndarray]) -> None:
+        """Return to a snapshot of :meth:`save_state` (of this env)."""
+        from metra_gym.envs.snapshot import restore_state
+
+        inner, obs = state
+        restore_state(self.env, inner)
+        self._obs = obs.copy()
+
     def render(self):
         return self.env.render()
 
