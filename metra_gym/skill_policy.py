@@ -12,7 +12,13 @@ import torch
 from metra_gym.envs.normalization import ObservationNormalizer
 from metra_gym.networks import NumpySkillActor, PhiNetwork, SkillActor, pixel_encoder, single_threaded
 from metra_gym.registration import metra_env_ids
-from metra_gym.skill_checkpoint.format import PIXELS_KEY, CheckpointError, read_config, read_weights
+from metra_gym.skill_checkpoint.format import (
+    PIXELS_KEY,
+    POSTERIOR_KEY,
+    CheckpointError,
+    read_config,
+    read_weights,
+)
 from metra_gym.skill_checkpoint.hub import locate_checkpoint
 from metra_gym.skill_priors import SKILL_PRIORS, UNIT, outside_prior
 
@@ -76,6 +82,10 @@ class SkillPolicy:
             # DIAYN, DADS and CIC learn no representation of states: their checkpoints hold the actor only.
             self.phi_net = None if config["phi_hidden"] is None else PhiNetwork(
                 self.obs_dim, self.skill_dim, config["phi_hidden"], encoder=pixel_encoder(self.pixels))
+            # DIAYN's q(z | s) (its mean or logits; state skills), laid out as phi: what picks a goal's skill.
+            posterior = config.get(POSTERIOR_KEY)
+            self.skill_posterior_net = None if posterior is None else PhiNetwork(self.obs_dim, self.skill_dim,
+                                                                                 posterior)
             for prefix, module in self._modules():
                 state = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
                 try:
@@ -103,7 +113,8 @@ class SkillPolicy:
 
     def _modules(self) -> list[tuple[str, torch.nn.Module]]:
         """The networks with their weight-name prefixes in model.safetensors."""
-        return [("actor.", self.actor)] + ([("phi.", self.phi_net)] if self.phi_net is not None else [])
+        return ([("actor.", self.actor)] + ([("phi.", self.phi_net)] if self.phi_net is not None else [])
+                + ([("skill_posterior.", self.skill_posterior_net)] if self.skill_posterior_net is not None else []))
 
     def require_phi(self) -> None:
         """Raise :class:`CheckpointError` unless the checkpoint holds phi (METRA and LSD skills do)."""
@@ -111,6 +122,17 @@ class SkillPolicy:
             raise CheckpointError(f"{self.source or 'this checkpoint'} holds {self.algorithm.upper()} skills, which "
                                   "have no state representation phi: phi and zero-shot goal reaching are defined for "
                                   "METRA and LSD skills")
+
+    def require_goal_skill(self) -> None:
+        """Raise :class:`CheckpointError` unless :meth:`goal_skill` is defined for these skills: phi (METRA, LSD) or
+        q(z | s) (DIAYN, exported with format version 5)."""
+        if self.phi_net is not None or self.skill_posterior_net is not None:
+            return
+        fix = ("; re-export the DIAYN run with this version, which adds its q(z | s)" if self.algorithm == "diayn"
+               else "")
+        raise CheckpointError(f"{self.source or 'this checkpoint'} holds {self.algorithm.upper()} skills with neither "
+                              "phi (METRA, LSD) nor q(z | s) (DIAYN): zero-shot goal reaching is defined for METRA, "
+                              f"LSD and DIAYN skills{fix}")
 
     @property
     def algorithm(self) -> str:
@@ -331,13 +353,40 @@ class SkillPolicy:
             out = self.phi_net(obs_t).numpy()
         return out[0] if single else out
 
-    def goal_skill(self, obs: Any, goal_obs: Any) -> np.ndarray:
-        """The zero-shot skill towards a goal state: (phi(g) - phi(s)) / ||.||, or the one-hot of its argmax.
+    @torch.no_grad()
+    def skill_posterior(self, obs: Any) -> np.ndarray:
+        """The mean of DIAYN's q(z | s) (continuous skills), or its logits (discrete), in R^D.
 
-        For discrete skills the argmax is always defined: a goal with phi(g) == phi(s) gives skill 0.
-
-        :raises ValueError: for continuous skills when phi(goal_obs) == phi(obs) (no direction to normalise).
+        :raises CheckpointError: for skills without q(z | s) (METRA, LSD, DADS, CIC; DIAYN exported before format 5).
         """
+        if self.skill_posterior_net is None:
+            raise CheckpointError(f"{self.source or 'this checkpoint'} holds no q(z | s): only DIAYN checkpoints of "
+                                  "format version 5 carry it; re-export the DIAYN run with this version")
+        obs_t, single = self._obs(obs)
+        with single_threaded():
+            out = self.skill_posterior_net(obs_t).numpy()
+        return out[0] if single else out
+
+    def goal_skill(self, obs: Any, goal_obs: Any) -> np.ndarray:
+        """The zero-shot skill towards a goal state.
+
+        METRA and LSD: (phi(g) - phi(s)) / ||.||, or the one-hot of its argmax (discrete skills; always defined: a
+        goal with phi(g) == phi(s) gives skill 0). DIAYN (checkpoints with q(z | s)): the skill the discriminator
+        finds likeliest at the goal, whatever s: the mean of q(z | g), or the one-hot of its largest logit (the METRA
+        paper's DIAYN goal reaching; official ``iod/metra.py`` with ``--inner 0``).
+
+        :raises ValueError: for continuous METRA / LSD skills when phi(goal_obs) == phi(obs) (no direction).
+        :raises CheckpointError: for skills with neither phi nor q(z | s) (DADS, CIC, DIAYN before format 5).
+        """
+        if self.phi_net is None and self.skill_posterior_net is not None:
+            self._obs(obs)  # checked as for phi
+            z = np.asarray(self.skill_posterior(goal_obs), dtype=np.float64)
+            if np.ndim(obs) == 2 and z.ndim == 1:
+                z = np.broadcast_to(z, (len(obs), self.skill_dim))
+            if self.discrete:
+                return np.eye(self.skill_dim, dtype=np.float32)[np.argmax(z, axis=-1)]
+            return z.astype(np.float32)
+        self.require_goal_skill()
         direction = np.asarray(self.phi(goal_obs), dtype=np.float64) - np.asarray(self.phi(obs), dtype=np.float64)
         if self.discrete:
             return np.eye(self.skill_dim, dtype=np.float32)[np.argmax(direction, axis=-1)]
@@ -347,7 +396,6 @@ class SkillPolicy:
             raise ValueError(f"phi(goal_obs) equals phi(obs) (row(s) {rows}), so there is no direction to a "
                              "skill; give a goal state that differs from the current one")
         return (direction / norm).astype(np.float32)
-
 
 def _from_reference(reference: str, source: str) -> SkillPolicy:
     """Unpickle a policy: reload its checkpoint (verified like any load) and keep the name it was loaded by."""
