@@ -83,6 +83,120 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _measure(task_name: str, clock) -> dict[str, float]:
+    """CPU seconds of the parts a downstream run is made of, on one thread, for one task: a low-level step of the
+    controller's skill env (random skills) and of the flat env (random actions), an update of each learner, an
+    episode of each reference controller."""
+    import gymnasium as gym
+
+    from pretrain.downstream.protocol import controller_env, flat_agent, hierarchical_agent, task
+    from pretrain.downstream.reference import reference_returns
+
+    def per_step(env, episodes: int) -> float:
+        """CPU seconds per low-level step over ``episodes`` episodes of random actions."""
+        env.action_space.seed(0)
+        steps, start = 0, clock()
+        for seed in range(episodes):
+            env.reset(seed=seed)
+            done = False
+            while not done:
+                _, _, terminated, truncated, info = env.step(env.action_space.sample())
+                steps, done = steps + info.get("skill_steps", 1), terminated or truncated
+        return (clock() - start) / steps
+
+    def timed(function, *args, **kwargs) -> float:
+        start = clock()
+        function(*args, **kwargs)
+        return clock() - start
+
+    costs = {"skill_env_step": per_step(controller_env(task_name), 4),
+             "flat_env_step": per_step(gym.make(task(task_name).low_level_id), 4)}
+    discrete = isinstance(controller_env(task_name).action_space, gym.spaces.Discrete)
+    for protocol_name in ("paper", "v0.3"):
+        if discrete:  # PPO: one rollout, then its update (every pass over it)
+            agent = hierarchical_agent(task_name, 0, protocol_name=protocol_name)
+            agent.learn(agent.n_steps)
+            minibatches = agent.n_epochs * agent.n_steps // agent.batch_size
+            costs[f"ppo_{protocol_name}_minibatch_step"] = timed(agent.train) / minibatches
+        else:
+            agent = hierarchical_agent(task_name, 0, protocol_name=protocol_name, learning_starts=300)
+            agent.learn(400)  # a buffer to sample from
+            costs[f"sac_{protocol_name}_update"] = timed(agent.train, gradient_steps=50, batch_size=256) / 50
+    flat = flat_agent(task_name, 0, "paper", learning_starts=300)
+    flat.learn(400)
+    costs["flat_update"] = timed(flat.train, gradient_steps=50, batch_size=256) / 50
+    for name in ("random", "zero_shot", "zero_shot_every_step", "lookahead"):
+        costs[f"{name}_episode"] = timed(reference_returns, task_name, name, 0, 2, cache=None) / 2
+    costs["untrained_episode"] = costs["random_episode"]  # random skills over networks of the same size
+    return costs
+
+
+def _run_seconds(spec, costs: dict[str, float]) -> float:
+    """The CPU seconds of a run from the measured parts (see ``estimate``)."""
+    from metra_gym.registration import EPISODE_STEPS as episode_steps  # low-level (DMC: policy) steps, K x 8
+    from metra_gym.registration import SKILLS_PER_EPISODE
+    from pretrain.downstream.protocol import SACSettings, checkpoint_config, protocol
+
+    if spec.protocol is None:
+        return spec.final_episodes * costs[f"{spec.agent}_episode"]
+    evaluations = spec.steps // spec.eval_every * spec.eval_episodes + 2 * spec.final_episodes
+    settings = SACSettings.of_checkpoint(checkpoint_config(spec.task, spec.checkpoint))
+    if spec.agent == "flat":
+        updates = max(0, spec.steps - settings.learning_starts) * settings.gradient_steps / (
+            settings.episodes_per_epoch * episode_steps)
+        if protocol(spec.protocol).flat == "every_step":
+            updates = max(0, spec.steps - 10_000)
+        return (spec.steps + evaluations * episode_steps) * costs["flat_env_step"] + updates * costs["flat_update"]
+    k = episode_steps // SKILLS_PER_EPISODE
+    transitions = spec.steps / k
+    collect = (spec.steps + evaluations * episode_steps) * costs["skill_env_step"]
+    if f"ppo_{spec.protocol}_minibatch_step" in costs:
+        epochs = spec.steps / (64 * episode_steps)
+        steps_per_epoch = 640 if protocol(spec.protocol).ppo == "paper" else 20
+        return collect + epochs * steps_per_epoch * costs[f"ppo_{spec.protocol}_minibatch_step"]
+    if protocol(spec.protocol).sac == "pretraining":
+        updates = max(0.0, transitions - settings.learning_starts) * settings.gradient_steps / (
+            settings.episodes_per_epoch * SKILLS_PER_EPISODE)
+    else:
+        updates = max(0.0, transitions - 100) * 4
+    return collect + updates * costs[f"sac_{spec.protocol}_update"]
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    """Idle CPU-hours of a sweep file's runs, from the CPU seconds of their parts measured here on one thread."""
+    import json
+    import time
+
+    import torch
+
+    from pretrain.downstream.sweep import read_sweep_file
+
+    torch.set_num_threads(1)
+    specs = read_sweep_file(args.sweep_file)
+    costs = {name: _measure(name, time.process_time) for name in dict.fromkeys(spec.task for spec in specs)}
+    per_run: dict[str, float] = {}
+    for spec in specs:
+        label = f"{spec.task} {spec.agent}" + (f" {spec.protocol}" if spec.protocol else "")
+        per_run[label] = _run_seconds(spec, costs[spec.task]) / 3600
+    seeds = len({spec.seed for spec in specs})
+    total = sum(per_run.values()) * seeds
+    result = {"sweep_file": str(args.sweep_file), "clock": "process CPU seconds, one torch thread",
+              "costs_s": {t: {k: round(v, 6) for k, v in c.items()} for t, c in costs.items()},
+              "hours_per_run": {k: round(v, 3) for k, v in per_run.items()}, "seeds": seeds,
+              "runs": len(specs), "total_cpu_hours": round(total, 1)}
+    for label, hours in per_run.items():
+        print(f"{label:45s} {hours:6.2f} h per seed")
+    print(f"{len(specs)} runs, {seeds} seeds: {total:.1f} idle CPU-hours")
+    if args.out:
+        from measurements import append_measurement
+
+        append_measurement(args.out, "idle CPU-hours of the downstream campaign, from the CPU seconds of its parts "
+                           "(python benchmarks/downstream.py estimate SWEEP_FILE)", result)
+    else:
+        print(json.dumps(result["costs_s"], indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from pretrain.downstream.protocol import DEFAULT_PROTOCOL, PROTOCOLS, TASKS
     from pretrain.downstream.runs import AGENTS
@@ -118,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--checkpoint", help="skills other than the task's bundled ones")
     one.add_argument("--out", type=Path, required=True)
     one.set_defaults(handler=_run)
+    estimate = commands.add_parser("estimate", help="idle CPU-hours of a sweep file's runs, from measured parts")
+    estimate.add_argument("sweep_file", type=Path)
+    estimate.add_argument("--out", type=Path, help="append the measurement to this JSON file")
+    estimate.set_defaults(handler=_estimate)
     args = parser.parse_args(argv)
     return args.handler(args)
 

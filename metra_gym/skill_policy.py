@@ -324,20 +324,20 @@ class SkillPolicy:
             return lambda obs: self.act(obs, skill, deterministic=True)
         numpy_actor = self._numpy_actor
         bias = numpy_actor.skill_bias(self._skill_array(z, 1)[0])
-        limit = float(np.finfo(np.float32).max)
+        limit, shape, in_bounds = float(np.finfo(np.float32).max), (self.obs_dim,), self._in_bounds
 
         def act(obs: Any) -> np.ndarray:
             try:
                 array = np.asarray(obs, dtype=np.float64)
             except (TypeError, ValueError, OverflowError):
                 raise TypeError(f"observations must be arrays of numbers, got {type(obs).__name__}") from None
-            if array.shape != (self.obs_dim,):
+            if array.shape != shape:
                 raise ValueError(f"observations must have {self.obs_dim} entries (shape ({self.obs_dim},) or "
                                  f"(batch, {self.obs_dim})), got shape {np.shape(obs)}")
-            if not np.all(np.abs(array) <= limit):  # NaN fails this too
+            if not np.abs(array).max() <= limit:  # a NaN makes the max NaN, which fails this too
                 raise ValueError("observations must be finite float32 numbers; got NaN, infinite or out-of-range "
                                  "entries (the environment may have diverged)")
-            return self._in_bounds(numpy_actor(array, bias))
+            return in_bounds(numpy_actor(array, bias))
 
         return act
 
