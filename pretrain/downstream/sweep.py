@@ -189,19 +189,8 @@ def sweep(specs: list[RunSpec], run_root: str | Path, cpus_per_run: int = 1, add
     :raises ConfigError: bad input (two runs of one name, a file where the run root should be), Ray that cannot run.
     :raises SweepInterrupted: SIGINT or SIGTERM stopped the sweep; the same call again resumes it.
     """
-    import shutil
-    import tempfile
-
     from pretrain.sweep import RunRootLock
-    from pretrain.sweep.ray_runner import (
-        SweepInterrupted,
-        _IgnoreSignals,
-        _shutdown_ray,
-        _StopOnSignal,
-        _tune_environment,
-        preflight,
-    )
-    from pretrain.sweep.watchdog import Watchdog
+    from pretrain.sweep.ray_runner import fit_until_stopped, preflight
 
     preflight(cpus_per_run, address)
     names = [spec.name for spec in specs]
@@ -218,21 +207,8 @@ def sweep(specs: list[RunSpec], run_root: str | Path, cpus_per_run: int = 1, add
         echo(f"downstream sweep of {len(specs)} run(s) in {run_root}: {len(done)} finished, {len(pending)} to run")
         errors: dict[str, Any] = {}
         if pending:
-            scratch = tempfile.mkdtemp(prefix="metra-downstream-tune-")
-            watchdog, stop = Watchdog([scratch]), _StopOnSignal()
-            try:
-                with stop, _tune_environment():
-                    errors = _fit(pending, run_root, cpus_per_run, address, echo, scratch)
-            except KeyboardInterrupt:
-                if stop.signal_name is None:
-                    raise
-            finally:
-                with _IgnoreSignals():
-                    _shutdown_ray()
-                    watchdog.close()
-                    shutil.rmtree(scratch, ignore_errors=True)
-            if stop.signal_name is not None:
-                raise SweepInterrupted(stop.signal_name)
+            errors = fit_until_stopped(lambda scratch: _fit(pending, run_root, cpus_per_run, address, echo, scratch),
+                                       prefix="metra-downstream-tune-")
     return [RunOutcome(spec.name, "already finished") if spec.name in done else
             RunOutcome(spec.name, "failed", _error_line(run_root, spec.name)) if errors.get(spec.name) is not None
             else RunOutcome(spec.name, "finished") for spec in specs]
