@@ -8,7 +8,8 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
 
 - held-out policy coverage of its last snapshot (48 skills and reset seeds not used in training,
   ``--held-out-seed``), as ``benchmarks/learning_speed.py`` evaluates snapshots;
-- zero-shot goal reaching of that snapshot (``--goals`` goals) for the methods whose phi defines it (METRA, LSD).
+- zero-shot goal reaching of that snapshot (``--goals`` goals, the same for every method) for the methods that
+  define it: METRA and LSD (phi), DIAYN (q(z | g), the paper's comparison).
 
 Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
 evaluation rows and end-of-run numbers go to ``OUT/finished_runs/NAME.json``, read back where the run folder is
@@ -42,7 +43,9 @@ from pretrain.run.run_state import write_json_atomic, write_text_atomic  # noqa:
 from pretrain.sweep.summary import summarize, write_summary  # noqa: E402
 from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
 
-PHI_METHODS = ("metra", "lsd")  # zero-shot goal reaching needs a phi whose differences point at goals
+# Zero-shot goal reaching: phi's differences point at goals (METRA, LSD); DIAYN picks the skill q(z | g) finds
+# likeliest (its snapshots from before format 5 lack q: the run state of the same epoch is exported instead).
+GOAL_METHODS = ("metra", "lsd", "diayn")
 # The paper's qualitative result (METRA, ICLR 2024, state Ant and HalfCheetah), written beside ours.
 PAPER_ORDERING = "METRA best; LSD second on Ant; DIAYN and DADS low without an x-y prior"
 
@@ -52,7 +55,8 @@ def last_snapshot(run_dir: Path) -> Path | None:
     return snapshots[-1] if snapshots else None
 
 
-def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_phi: bool) -> dict[str, Any] | None:
+def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_goal_skill: bool
+               ) -> dict[str, Any] | None:
     """Held-out coverage (and zero-shot goal reaching) of a run's last snapshot, or None without snapshots."""
     snapshot = last_snapshot(run_dir)
     if snapshot is None:
@@ -72,11 +76,12 @@ def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_
     if not points:
         return None
     point = points[0]
-    if has_phi and goals:
-        from pretrain.evaluation.goal_reaching import goal_eval
+    if has_goal_skill and goals:
+        from pretrain.evaluation.goal_reaching import checkpoint_with_goal_skill, goal_eval
 
         with tempfile.TemporaryDirectory() as tmp:
-            reached = goal_eval(str(snapshot), tmp, n_goals=goals, seed=seed, baseline=False)["trained"]
+            checkpoint = checkpoint_with_goal_skill(snapshot, run_dir, Path(tmp) / "skills")
+            reached = goal_eval(checkpoint, Path(tmp) / "goals", n_goals=goals, seed=seed, baseline=False)["trained"]
         point["goal_distance"] = {"mean": round(float(reached["mean"]), 2),
                                   "ci95": [round(float(v), 2) for v in reached["ci95"]], "goals": goals}
     return point
@@ -143,7 +148,7 @@ def main() -> None:
     parser.add_argument("--run-root", type=Path, required=True, help="the sweep's --run-root")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "comparison")
     parser.add_argument("--held-out-seed", type=int, default=HELD_OUT_SEED)
-    parser.add_argument("--goals", type=int, default=50, help="zero-shot goals per METRA / LSD run (0: none)")
+    parser.add_argument("--goals", type=int, default=50, help="zero-shot goals per METRA / LSD / DIAYN run (0: none)")
     parser.add_argument("--no-held-out", action="store_true", help="the training evaluation only (fast)")
     args = parser.parse_args()
     read = read_sweep_file(args.sweep_file)
@@ -167,9 +172,9 @@ def main() -> None:
                 continue
             point = None
             if not args.no_held_out:
-                has_phi = trials[name].config(1).algo in PHI_METHODS
+                has_goal_skill = trials[name].config(1).algo in GOAL_METHODS
                 try:
-                    point = end_of_run(Path(run["run_dir"]), seconds, args.held_out_seed, args.goals, has_phi)
+                    point = end_of_run(Path(run["run_dir"]), seconds, args.held_out_seed, args.goals, has_goal_skill)
                 except (CheckpointError, ValueError) as error:  # one broken snapshot must not hide the others
                     run["held_out_error"] = str(error).splitlines()[0]
                     print(f"  {name}: no held-out evaluation: {run['held_out_error']}", flush=True)

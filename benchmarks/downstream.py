@@ -1,330 +1,244 @@
-"""Downstream tasks: hierarchical control over our bundled skills vs its untrained self vs flat SAC, at equal
-low-level env steps.
+"""Downstream tasks over frozen skills: learned controllers against the reference controllers, random and untrained
+skills and flat SAC, over seeds (issue 41; the protocol and agents: ``pretrain/downstream/``).
 
-Each (task, agent, seed) run trains for ``--steps`` low-level steps and is evaluated every ``--eval-every``
-low-level steps on 10 deterministic episodes of a separate evaluation env; the first evaluation (before any
-update: the untrained controller) and the last use ``--final-episodes`` episodes. A run writes its curve to
-``<out>/curves/<task>-<agent>-s<seed>.json`` after every evaluation, so a killed or time-limited run keeps what it
-measured; ``--time-limit`` stops a run (after an evaluation) once it has trained that many seconds. At the end
-the runs found in ``<out>/curves`` are gathered into ``<out>/downstream.json`` and ``<out>/downstream.png``: per task,
-the mean and 95% t-interval over seeds of the untrained controller (each hierarchical run's step-0 evaluation), of
-the trained controller at its last step, and of both agents at the steps every run of the task reached.
+    # the campaign: a resumable sweep of seeds x tasks x agents through Ray (the same command again resumes it)
+    python benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root runs/downstream
+    # the verdicts, table and figure from its run files (any time, also while it runs)
+    python benchmarks/downstream.py summary runs/downstream/runs --out benchmarks/results/downstream/paper
+    # one run without Ray
+    python benchmarks/downstream.py run ant_multigoals controller --protocol paper --seed 0 --steps 2000000 --out DIR
+    # a smoke test of the sweep at tiny budgets
+    python benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root /tmp/ds --seeds 0 --steps 5000 \\
+        --eval-every 2500 --eval-episodes 2 --final-episodes 2
 
-    python benchmarks/downstream.py --steps 100000 --seeds 0 1 2 --jobs 2    # hours on 2 CPU cores
-    python benchmarks/downstream.py --plot-only                              # re-gather existing runs
-
-The committed results: flat SAC at 30,000 steps; hierarchical at 50,000 (Ant) and 102,400 (HalfCheetah):
-
-    python benchmarks/downstream.py --agents flat --steps 30000 --eval-every 5000
-    python benchmarks/downstream.py --tasks ant_multigoals --agents hierarchical --steps 50000
-    python benchmarks/downstream.py --tasks cheetah_hurdle cheetah_goal --agents hierarchical --steps 102400
-    python benchmarks/downstream.py --agents random
+metra-gym 0.3's results (its own script, commit ee038de; run files in ``results/downstream/curves``, read as
+protocol ``v0.3``) are re-gathered with ``summary benchmarks/results/downstream/curves --out
+benchmarks/results/downstream``.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import itertools
-import json
-import multiprocessing
-import os
-import platform
-import time
+import sys
 from pathlib import Path
 
-import numpy as np
 
-# "random": a controller that draws a uniform random skill each high-level step (nothing trained; one evaluation).
-AGENTS = ("hierarchical", "flat", "random")
-# Two-sided 95% Student t quantiles by degrees of freedom (3 seeds: 2 degrees, +-4.30 standard errors).
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+def _sweep(args: argparse.Namespace) -> int:
+    from pretrain.downstream.sweep import read_sweep_file, sweep
+    from pretrain.run.config import ConfigError
+    from pretrain.sweep.ray_runner import SweepInterrupted
 
-
-def interval(values: list[float]) -> dict:
-    """Mean and 95% t-interval of the mean over seeds (``low == high == mean`` for a single seed)."""
-    x = np.asarray(values, dtype=np.float64)
-    half = T95.get(len(x) - 1, 1.96) * x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else 0.0
-    return {"mean": float(x.mean()), "low": float(x.mean() - half), "high": float(x.mean() + half),
-            "values": [float(v) for v in x], "seeds": len(x)}
-
-
-def skills_digest(task_name: str) -> str:
-    """First 12 hex digits of the sha256 of the bundled skill weights a task's skill env loads."""
-    import gymnasium as gym
-
-    from metra_gym.skill_checkpoint.hub import resolve_checkpoint
-    from pretrain.downstream import task
-
-    folder = resolve_checkpoint(gym.spec(task(task_name).skill_id).kwargs["checkpoint"])
-    return hashlib.sha256((Path(folder) / "model.safetensors").read_bytes()).hexdigest()[:12]
-
-
-def curve_state(path: Path) -> str:
-    """``"finished"``, ``"running"`` (its writer, a process of this machine, is alive) or ``"killed"``. Curves
-    written before the ``finished`` flag count as finished."""
-    row = json.loads(path.read_text())
-    if row.get("finished", True):
-        return "finished"
-    writer = row.get("writer", {})
-    if writer.get("host") != platform.node():
-        return "running"  # another machine's process: it cannot be checked from here
+    command = " ".join(["python", *sys.argv])
     try:
-        os.kill(writer["pid"], 0)
-    except ProcessLookupError:
-        return "killed"
-    except PermissionError:
-        pass  # alive, another user's
-    return "running"
+        specs = read_sweep_file(args.sweep_file, {"steps": args.steps, "eval_every": args.eval_every,
+                                                  "eval_episodes": args.eval_episodes,
+                                                  "final_episodes": args.final_episodes})
+        if args.seeds is not None:
+            specs = [spec for spec in specs if spec.seed in args.seeds]
+        if args.only:
+            specs = [spec for spec in specs if {spec.task, spec.agent, str(spec.protocol)} & set(args.only)]
+        if not specs:
+            raise ConfigError("--seeds / --only select no run of the sweep file")
+        outcomes = sweep(specs, args.run_root, args.cpus_per_run, args.address,
+                         echo=lambda line: print(line, flush=True))
+    except ConfigError as error:
+        print(f"downstream: {error}", file=sys.stderr)
+        return 2
+    except SweepInterrupted as stop:
+        print(f"downstream: sweep stopped by {stop.signal_name}; finished runs are kept, unfinished ones start again "
+              f"when you run: {command}", file=sys.stderr)
+        return 130
+    for outcome in outcomes:
+        print(f"{outcome.name}: {outcome.outcome}" + (f" ({outcome.error})" if outcome.error else ""))
+    failed = [o for o in outcomes if o.outcome == "failed"]
+    if failed:
+        print(f"downstream: {len(failed)} of {len(outcomes)} run(s) failed; fix the cause, then run the same command "
+              f"again: {command}", file=sys.stderr)
+        return 1
+    return 0
 
 
-def run(task_name: str, agent_kind: str, seed: int, steps: int, eval_every: int, time_limit: float,
-        out: Path, flat_device: str = "cpu", skip_existing: bool = False, final_episodes: int = 50) -> dict | None:
-    """Train one agent, evaluating as it goes; returns (and keeps writing) its curve. With ``skip_existing``, a
-    run whose curve is finished, or is being written by a live process of this machine, is left alone; the
-    partial curve of a killed run is started again (runs do not resume)."""
-    path = out / "curves" / f"{task_name}-{agent_kind}-s{seed}.json"
-    if skip_existing and path.exists():
-        state = curve_state(path)
-        if state != "killed":
-            print(f"{task_name} {agent_kind} seed {seed}: {path} is {state}, skipped", flush=True)
-            return None
-        print(f"{task_name} {agent_kind} seed {seed}: {path} was left by a killed run, started again", flush=True)
+def _summary(args: argparse.Namespace) -> int:
+    from pretrain.downstream.verdict import write_summary
+
+    try:
+        summary = write_summary(args.runs, args.out)
+    except FileNotFoundError as error:
+        print(f"downstream: {error}", file=sys.stderr)
+        return 2
+    print(summary["table"])
+    print(f"wrote {args.out / 'downstream.json'}, table.md and figure.png")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pretrain.downstream.runs import RunSpec, run
+
+    learned = args.agent in ("controller", "flat")
+    spec = RunSpec(args.task, args.agent, args.seed, args.protocol if learned else None,
+                   args.steps if learned else 0, args.eval_every if learned else 0, args.eval_episodes,
+                   args.final_episodes, args.checkpoint)
+    row = run(spec, args.out)
+    print(f"{spec.name}: return {row['final']['mean']:.2f} ({row['seconds']} s)")
+    return 0
+
+
+def _measure(task_name: str, clock) -> dict[str, float]:
+    """CPU seconds of the parts a downstream run is made of, on one thread, for one task: a low-level step of the
+    controller's skill env (random skills) and of the flat env (random actions), an update of each learner, an
+    episode of each reference controller."""
     import gymnasium as gym
+
+    from pretrain.downstream.protocol import controller_env, flat_agent, hierarchical_agent, task
+    from pretrain.downstream.reference import reference_returns
+
+    def per_step(env, episodes: int) -> float:
+        """CPU seconds per low-level step over ``episodes`` episodes of random actions."""
+        env.action_space.seed(0)
+        steps, start = 0, clock()
+        for seed in range(episodes):
+            env.reset(seed=seed)
+            done = False
+            while not done:
+                _, _, terminated, truncated, info = env.step(env.action_space.sample())
+                steps, done = steps + info.get("skill_steps", 1), terminated or truncated
+        return (clock() - start) / steps
+
+    def timed(function, *args, **kwargs) -> float:
+        start = clock()
+        function(*args, **kwargs)
+        return clock() - start
+
+    costs = {"skill_env_step": per_step(controller_env(task_name), 4),
+             "flat_env_step": per_step(gym.make(task(task_name).low_level_id), 4)}
+    discrete = isinstance(controller_env(task_name).action_space, gym.spaces.Discrete)
+    for protocol_name in ("paper", "v0.3"):
+        if discrete:  # PPO: one rollout, then its update (every pass over it)
+            agent = hierarchical_agent(task_name, 0, protocol_name=protocol_name)
+            agent.learn(agent.n_steps)
+            minibatches = agent.n_epochs * agent.n_steps // agent.batch_size
+            costs[f"ppo_{protocol_name}_minibatch_step"] = timed(agent.train) / minibatches
+        else:
+            agent = hierarchical_agent(task_name, 0, protocol_name=protocol_name, learning_starts=300)
+            agent.learn(400)  # a buffer to sample from
+            costs[f"sac_{protocol_name}_update"] = timed(agent.train, gradient_steps=50, batch_size=256) / 50
+    flat = flat_agent(task_name, 0, "paper", learning_starts=300)
+    flat.learn(400)
+    costs["flat_update"] = timed(flat.train, gradient_steps=50, batch_size=256) / 50
+    for name in ("random", "zero_shot", "zero_shot_every_step", "lookahead"):
+        costs[f"{name}_episode"] = timed(reference_returns, task_name, name, 0, 2, cache=None) / 2
+    costs["untrained_episode"] = costs["random_episode"]  # random skills over networks of the same size
+    return costs
+
+
+def _run_seconds(spec, costs: dict[str, float]) -> float:
+    """The CPU seconds of a run from the measured parts (see ``estimate``)."""
+    from metra_gym.registration import EPISODE_STEPS as episode_steps  # low-level (DMC: policy) steps, K x 8
+    from metra_gym.registration import SKILLS_PER_EPISODE
+    from pretrain.downstream.protocol import SACSettings, checkpoint_config, protocol
+
+    if spec.protocol is None:
+        return spec.final_episodes * costs[f"{spec.agent}_episode"]
+    evaluations = spec.steps // spec.eval_every * spec.eval_episodes + 2 * spec.final_episodes
+    settings = SACSettings.of_checkpoint(checkpoint_config(spec.task, spec.checkpoint))
+    if spec.agent == "flat":
+        updates = max(0, spec.steps - settings.learning_starts) * settings.gradient_steps / (
+            settings.episodes_per_epoch * episode_steps)
+        if protocol(spec.protocol).flat == "every_step":
+            updates = max(0, spec.steps - 10_000)
+        return (spec.steps + evaluations * episode_steps) * costs["flat_env_step"] + updates * costs["flat_update"]
+    k = episode_steps // SKILLS_PER_EPISODE
+    transitions = spec.steps / k
+    collect = (spec.steps + evaluations * episode_steps) * costs["skill_env_step"]
+    if f"ppo_{spec.protocol}_minibatch_step" in costs:
+        epochs = spec.steps / (64 * episode_steps)
+        steps_per_epoch = 640 if protocol(spec.protocol).ppo == "paper" else 20
+        return collect + epochs * steps_per_epoch * costs[f"ppo_{spec.protocol}_minibatch_step"]
+    if protocol(spec.protocol).sac == "pretraining":
+        updates = max(0.0, transitions - settings.learning_starts) * settings.gradient_steps / (
+            settings.episodes_per_epoch * SKILLS_PER_EPISODE)
+    else:
+        updates = max(0.0, transitions - 100) * 4
+    return collect + updates * costs[f"sac_{spec.protocol}_update"]
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    """Idle CPU-hours of a sweep file's runs, from the CPU seconds of their parts measured here on one thread."""
+    import json
+    import time
+
     import torch
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.monitor import Monitor
 
-    from metra_gym.registration import SKILL_STEPS
-    from pretrain.downstream import controller_env, flat_agent, hierarchical_agent, task
+    from pretrain.downstream.sweep import read_sweep_file
 
-    torch.set_num_threads(1)  # one run per core
-    if agent_kind == "random":
-        return random_skills(task_name, seed, final_episodes, path)
-    hierarchical = agent_kind == "hierarchical"
-    scale = SKILL_STEPS if hierarchical else 1
-    agent = hierarchical_agent(task_name, seed) if hierarchical else flat_agent(task_name, seed, device=flat_device)
-    spec = task(task_name)
-    eval_env = Monitor(controller_env(task_name) if hierarchical else gym.make(spec.low_level_id))
-    eval_env.reset(seed=10_000 + seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    row = {"task": task_name, "agent": agent_kind, "algorithm": type(agent).__name__, "seed": seed,
-           "steps": steps, "points": [], "episodes": [], "seconds": 0.0, "stopped_by_time_limit": False,
-           "device": "cpu" if hierarchical else flat_device, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-           "writer": {"host": platform.node(), "pid": os.getpid()}, "finished": False}
-    if hierarchical:
-        row["skills_sha256"] = skills_digest(task_name)
-    start = time.time()
+    torch.set_num_threads(1)
+    specs = read_sweep_file(args.sweep_file)
+    costs = {name: _measure(name, time.process_time) for name in dict.fromkeys(spec.task for spec in specs)}
+    per_run: dict[str, float] = {}
+    for spec in specs:
+        label = f"{spec.task} {spec.agent}" + (f" {spec.protocol}" if spec.protocol else "")
+        per_run[label] = _run_seconds(spec, costs[spec.task]) / 3600
+    seeds = len({spec.seed for spec in specs})
+    total = sum(per_run.values()) * seeds
+    result = {"sweep_file": str(args.sweep_file), "clock": "process CPU seconds, one torch thread",
+              "costs_s": {t: {k: round(v, 6) for k, v in c.items()} for t, c in costs.items()},
+              "hours_per_run": {k: round(v, 3) for k, v in per_run.items()}, "seeds": seeds,
+              "runs": len(specs), "total_cpu_hours": round(total, 1)}
+    for label, hours in per_run.items():
+        print(f"{label:45s} {hours:6.2f} h per seed")
+    print(f"{len(specs)} runs, {seeds} seeds: {total:.1f} idle CPU-hours")
+    if args.out:
+        from measurements import append_measurement
 
-    def write(row: dict) -> None:  # atomically: a killed run leaves its last complete curve
-        row["seconds"] = round(time.time() - start, 1)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(row, indent=1))
-        tmp.replace(path)
-
-    class Curve(BaseCallback):
-        """Evaluate every ``eval_every`` low-level steps; stop once the time limit has passed."""
-
-        def _evaluate(self, episodes: int = 10) -> None:
-            returns, _ = evaluate_policy(self.model, eval_env, n_eval_episodes=episodes, deterministic=True,
-                                         return_episode_rewards=True)
-            step = self.model.num_timesteps * scale
-            if row["points"] and row["points"][-1][0] == step:  # the last evaluation again, on more episodes
-                row["points"].pop(), row["episodes"].pop()
-            row["points"].append((step, float(np.mean(returns))))
-            row["episodes"].append(episodes)
-            write(row)
-
-        def _on_training_start(self) -> None:
-            self._evaluate(final_episodes)  # the untrained controller
-
-        def _on_step(self) -> bool:
-            if (self.model.num_timesteps * scale) % eval_every == 0:
-                self._evaluate()
-                if time_limit and time.time() - start > time_limit:
-                    row["stopped_by_time_limit"] = True
-                    return False
-            return True
-
-    curve = Curve()
-    agent.learn(steps // scale, callback=curve)
-    curve._evaluate(final_episodes)
-    row["finished"] = True
-    write(row)
-    print(f"{task_name} {agent_kind} seed {seed}: return {row['points'][-1][1]:.2f} after "
-          f"{row['points'][-1][0]} steps ({row['seconds']} s)", flush=True)
-    return row
+        append_measurement(args.out, "idle CPU-hours of the downstream campaign, from the CPU seconds of its parts "
+                           "(python benchmarks/downstream.py estimate SWEEP_FILE)", result)
+    else:
+        print(json.dumps(result["costs_s"], indent=1))
+    return 0
 
 
-def _at(points: list, steps: int) -> float:
-    """A curve's return at the last evaluation at or before ``steps``."""
-    return [y for x, y in points if x <= steps][-1]
-
-
-def random_skills(task_name: str, seed: int, episodes: int, path: Path) -> dict:
-    """Evaluate the random-skill controller (a uniform skill each high-level step) on ``episodes`` episodes."""
-    from pretrain.downstream import controller_env
-
-    env = controller_env(task_name)
-    env.reset(seed=10_000 + seed)
-    env.action_space.seed(seed)
-    returns = []
-    for _ in range(episodes):
-        env.reset()
-        done, total = False, 0.0
-        while not done:
-            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-            total, done = total + float(reward), terminated or truncated
-        returns.append(total)
-    row = {"task": task_name, "agent": "random", "algorithm": "uniform random skills", "seed": seed, "steps": 0,
-           "points": [(0, float(np.mean(returns)))], "episodes": [episodes], "skills_sha256": skills_digest(task_name)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(row, indent=1))
-    print(f"{task_name} random skills seed {seed}: return {row['points'][0][1]:.2f}", flush=True)
-    return row
-
-
-def gather(out: Path) -> dict:
-    """Collect every run file under ``out/curves`` into one results dict, with per-task summaries: each agent at
-    the steps every run of the task reached (``common_steps``) and at its own last steps, and the untrained
-    controller (the hierarchical runs' step-0 evaluations), also paired by seed (trained minus untrained)."""
-    results: dict = {"tasks": {}}
-    for path in sorted((out / "curves").glob("*.json")):
-        row = json.loads(path.read_text())
-        if not row.get("finished", True):
-            print(f"{path}: {curve_state(path)}, not finished; left out of the summary", flush=True)
-            continue
-        results["tasks"].setdefault(row["task"], {}).setdefault(row["agent"], {})[str(row["seed"])] = row
-    for name, agents in results["tasks"].items():
-        # Compare the trained agents at the low-level steps that every run of the task reached.
-        common = min(r["points"][-1][0] for kind, runs in agents.items() if kind != "random" for r in runs.values())
-        summary: dict = {"common_steps": common}
-        if "random" in agents:
-            summary["random_skills"] = interval([r["points"][0][1] for r in agents["random"].values()])
-            agents["random"] = {"runs": agents.pop("random")}
-        for kind, runs in agents.items():
-            if kind == "random":
-                continue
-            last = min(r["points"][-1][0] for r in runs.values())
-            summary[kind] = {"at_common_steps": interval([_at(r["points"], common) for r in runs.values()]),
-                             "last_steps": last,
-                             "at_last_steps": interval([_at(r["points"], last) for r in runs.values()])}
-            agents[kind] = {"runs": runs}
-        if "hierarchical" in agents:
-            untrained = summary["untrained"] = interval([r["points"][0][1]
-                                                         for r in agents["hierarchical"]["runs"].values()])
-            trained = summary["hierarchical"]["at_last_steps"]
-            summary["learned"] = trained["low"] > untrained["high"]  # non-overlapping 95% intervals
-            # Paired by seed: each run's controller after training minus the same controller before any update.
-            # The untrained score varies most between seeds (which skill a fresh network happens to favour), and
-            # pairing removes that from the comparison; a paired interval above 0 says training helped.
-            last = summary["hierarchical"]["last_steps"]
-            gain = summary["gain_over_untrained_paired"] = interval(
-                [_at(r["points"], last) - r["points"][0][1] for r in agents["hierarchical"]["runs"].values()])
-            summary["learned_paired"] = gain["low"] > 0
-            if "random_skills" in summary:
-                summary["beats_random_skills"] = trained["low"] > summary["random_skills"]["high"]
-            if "flat" in agents:
-                summary["beats_flat"] = (summary["hierarchical"]["at_common_steps"]["low"]
-                                         > summary["flat"]["at_common_steps"]["high"])
-        results["tasks"][name] = {"summary": summary, **agents}
-    return results
-
-
-def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tasks = sorted(results["tasks"])
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.8), squeeze=False)
-    for ax, task_name in zip(axes[0], tasks):
-        entry = results["tasks"][task_name]
-        for kind, color in (("hierarchical", "tab:blue"), ("flat", "tab:gray")):
-            if kind not in entry:
-                continue
-            runs = entry[kind]["runs"].values()
-            grid = np.unique(np.concatenate([np.array(r["points"])[:, 0] for r in runs]))
-            grid = grid[grid <= entry["summary"][kind]["last_steps"]]
-            ys = np.stack([np.interp(grid, *np.array(r["points"]).T) for r in runs])
-            bands = [interval(list(column)) for column in ys.T]
-            ax.plot(grid / 1e3, ys.mean(0), color=color, label=f"{kind} ({len(ys)} seeds)")
-            ax.fill_between(grid / 1e3, [b["low"] for b in bands], [b["high"] for b in bands], color=color,
-                            alpha=0.2)
-        for key, color, label in (("untrained", "tab:orange", "untrained controller (step 0)"),
-                                  ("random_skills", "tab:green", "random skills")):
-            if key in entry["summary"]:
-                u = entry["summary"][key]
-                ax.axhline(u["mean"], color=color, ls="--", label=label)
-                ax.axhspan(u["low"], u["high"], color=color, alpha=0.12)
-        ax.set(title=task_name, xlabel="low-level env steps (k)", ylabel="return (mean, 95% interval)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def main() -> None:
-    from metra_gym.registration import SKILL_STEPS
-    from pretrain.downstream import TASKS
+def main(argv: list[str] | None = None) -> int:
+    from pretrain.downstream.protocol import DEFAULT_PROTOCOL, PROTOCOLS, TASKS
+    from pretrain.downstream.runs import AGENTS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
-    parser.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=100_000, help="low-level env steps per run")
-    parser.add_argument("--eval-every", type=int, default=10_000, help=f"low-level steps; a multiple of {SKILL_STEPS}")
-    parser.add_argument("--final-episodes", type=int, default=50,
-                        help="evaluation episodes before training (the untrained controller) and at the end")
-    parser.add_argument("--time-limit", type=float, default=0.0, help="seconds per run (0: none)")
-    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one core each")
-    parser.add_argument("--flat-device", default="cpu", help="torch device of the flat SAC baseline")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/downstream"))
-    parser.add_argument("--plot-only", action="store_true", help="only gather existing runs and plot")
-    parser.add_argument("--skip-existing", action="store_true",
-                        help="leave runs alone whose file exists (lets several invocations share one list)")
-    args = parser.parse_args()
-    if args.eval_every % SKILL_STEPS:
-        parser.error(f"--eval-every must be a multiple of the {SKILL_STEPS} low-level steps of a skill, "
-                     f"got {args.eval_every}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    sweep = commands.add_parser("sweep", help="the runs of a sweep file through Ray; again to resume")
+    sweep.add_argument("sweep_file", type=Path)
+    sweep.add_argument("--run-root", type=Path, required=True, help="its run files go to RUN_ROOT/runs/")
+    sweep.add_argument("--cpus-per-run", type=int, default=1)
+    sweep.add_argument("--address", help="a Ray cluster to join (default: Ray on this machine)")
+    sweep.add_argument("--seeds", type=int, nargs="+", help="only these seeds of the file")
+    sweep.add_argument("--only", nargs="+", help="only runs of these tasks, agents or protocols")
+    for flag, what in (("--steps", "every task's budget of low-level steps"), ("--eval-every", "low-level steps"),
+                       ("--eval-episodes", "episodes"), ("--final-episodes", "episodes")):
+        sweep.add_argument(flag, type=int, help=f"replaces the file's ({what})")
+    sweep.set_defaults(handler=_sweep)
 
-    if not args.plot_only:
-        jobs = [(t, a, s, args.steps, args.eval_every, args.time_limit, args.out, args.flat_device,
-                 args.skip_existing, args.final_episodes)
-                for t, s, a in itertools.product(args.tasks, args.seeds, args.agents)]
-        if args.jobs > 1:
-            with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-                pool.starmap(run, jobs, chunksize=1)
-        else:
-            for job in jobs:
-                run(*job)
-    results = gather(args.out)
-    if not results["tasks"]:
-        raise SystemExit(f"no runs found under {args.out / 'curves'}; run without --plot-only first")
-    (args.out / "downstream.json").write_text(json.dumps(results, indent=1))
-    plot(results, args.out / "downstream.png")
-    def show(i: dict) -> str:
-        return f"{i['mean']:6.2f} [{i['low']:6.2f}, {i['high']:6.2f}]"
+    summary = commands.add_parser("summary", help="verdicts, table and figure from run files")
+    summary.add_argument("runs", type=Path, nargs="+", help="folders of run files (a sweep's RUN_ROOT/runs)")
+    summary.add_argument("--out", type=Path, required=True)
+    summary.set_defaults(handler=_summary)
 
-    for name, entry in sorted(results["tasks"].items()):
-        summary = entry["summary"]
-        if "untrained" in summary:
-            print(f"{name:15s} untrained controller     {show(summary['untrained'])}")
-        if "random_skills" in summary:
-            print(f"{name:15s} random skills            {show(summary['random_skills'])}")
-        for kind in ("hierarchical", "flat"):
-            if kind in summary:
-                print(f"{name:15s} {kind:12s} at {summary['common_steps']:6d} {show(summary[kind]['at_common_steps'])}"
-                      f"; at {summary[kind]['last_steps']:6d} {show(summary[kind]['at_last_steps'])}")
-        if "gain_over_untrained_paired" in summary:
-            print(f"{name:15s} trained - untrained, paired by seed {show(summary['gain_over_untrained_paired'])}")
-        print(f"{name:15s} learned: {summary.get('learned')} (paired: {summary.get('learned_paired')}), beats random skills: "
-              f"{summary.get('beats_random_skills')}, beats flat: {summary.get('beats_flat')}")
-    print(f"wrote {args.out / 'downstream.json'} and .png")
+    one = commands.add_parser("run", help="one run, without Ray")
+    one.add_argument("task", choices=sorted(TASKS))
+    one.add_argument("agent", choices=AGENTS)
+    one.add_argument("--protocol", choices=sorted(PROTOCOLS), default=DEFAULT_PROTOCOL)
+    one.add_argument("--seed", type=int, default=0)
+    one.add_argument("--steps", type=int, default=2_000_000, help="low-level steps (learned agents)")
+    one.add_argument("--eval-every", type=int, default=100_000)
+    one.add_argument("--eval-episodes", type=int, default=10)
+    one.add_argument("--final-episodes", type=int, default=50)
+    one.add_argument("--checkpoint", help="skills other than the task's bundled ones")
+    one.add_argument("--out", type=Path, required=True)
+    one.set_defaults(handler=_run)
+    estimate = commands.add_parser("estimate", help="idle CPU-hours of a sweep file's runs, from measured parts")
+    estimate.add_argument("sweep_file", type=Path)
+    estimate.add_argument("--out", type=Path, help="append the measurement to this JSON file")
+    estimate.set_defaults(handler=_estimate)
+    args = parser.parse_args(argv)
+    return args.handler(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -257,14 +257,34 @@ class SkillEnv(gym.Env, EzPickle):
         if self._obs is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         z = self.skill_of(action)
+        act = self.policy.fixed_skill_actor(z)  # z checked once; state skills then run in NumPy
+        crop = None if self.policy.pixels is not None else self.policy_obs_dim
         total, terminated, truncated, info, steps = 0.0, False, False, {}, 0
         while steps < self.skill_steps and not (terminated or truncated):
-            obs = self._obs if self.policy.pixels is not None else self._obs[: self.policy_obs_dim]
-            low_action = self.policy.act(obs, z, deterministic=True)
+            low_action = act(self._obs[:crop])
             self._obs, reward, terminated, truncated, info = self.env.step(low_action)
             total += float(reward)
             steps += 1
         return self._obs, total, bool(terminated), bool(truncated), {**info, "skill_steps": steps, "skill": z}
+
+    def save_state(self) -> tuple[Any, np.ndarray]:
+        """A snapshot of this env to come back to with :meth:`restore_state`, to try skills and undo them (look-ahead
+        planning): the inner MuJoCo environment's state (:func:`metra_gym.envs.snapshot.save_state`) and the last
+        observation. A step of this env (``env.unwrapped.step``, not through the time limit) between the two leaves no
+        trace. MuJoCo environments only (Gymnasium's and metra-gym's DMC ones)."""
+        from metra_gym.envs.snapshot import save_state
+
+        if self._obs is None:
+            raise gym.error.ResetNeeded("call reset() before save_state()")
+        return save_state(self.env), self._obs.copy()
+
+    def restore_state(self, state: tuple[Any, np.ndarray]) -> None:
+        """Return to a snapshot of :meth:`save_state` (of this env)."""
+        from metra_gym.envs.snapshot import restore_state
+
+        inner, obs = state
+        restore_state(self.env, inner)
+        self._obs = obs.copy()
 
     def render(self):
         return self.env.render()

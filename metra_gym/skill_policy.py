@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +10,15 @@ import numpy as np
 import torch
 
 from metra_gym.envs.normalization import ObservationNormalizer
-from metra_gym.networks import PhiNetwork, SkillActor, pixel_encoder, single_threaded
+from metra_gym.networks import NumpySkillActor, PhiNetwork, SkillActor, pixel_encoder, single_threaded
 from metra_gym.registration import metra_env_ids
-from metra_gym.skill_checkpoint.format import PIXELS_KEY, CheckpointError, read_config, read_weights
+from metra_gym.skill_checkpoint.format import (
+    PIXELS_KEY,
+    POSTERIOR_KEY,
+    CheckpointError,
+    read_config,
+    read_weights,
+)
 from metra_gym.skill_checkpoint.hub import locate_checkpoint
 from metra_gym.skill_priors import SKILL_PRIORS, UNIT, outside_prior
 
@@ -62,6 +68,7 @@ class SkillPolicy:
                                   f"{self.skill_prior!r}; re-export the checkpoint")
         self.action_low = np.asarray(config["action_low"], dtype=np.float32)
         self.action_high = np.asarray(config["action_high"], dtype=np.float32)
+        self._unit_bounds = bool(np.all(self.action_low == -1.0) and np.all(self.action_high == 1.0))
         # Skills trained on images: the stacked frames' shape and the renderer that drew them (see format.py).
         self.pixels: dict[str, Any] | None = config.get(PIXELS_KEY)
         self.obs_shape = tuple(self.pixels["shape"]) if self.pixels is not None else (self.obs_dim,)
@@ -75,6 +82,10 @@ class SkillPolicy:
             # DIAYN, DADS and CIC learn no representation of states: their checkpoints hold the actor only.
             self.phi_net = None if config["phi_hidden"] is None else PhiNetwork(
                 self.obs_dim, self.skill_dim, config["phi_hidden"], encoder=pixel_encoder(self.pixels))
+            # DIAYN's q(z | s) (its mean or logits; state skills), laid out as phi: what picks a goal's skill.
+            posterior = config.get(POSTERIOR_KEY)
+            self.skill_posterior_net = None if posterior is None else PhiNetwork(self.obs_dim, self.skill_dim,
+                                                                                 posterior)
             for prefix, module in self._modules():
                 state = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
                 try:
@@ -96,10 +107,14 @@ class SkillPolicy:
         self.normalizer = ObservationNormalizer(normalizer["mean"], normalizer["std"])
         for _, module in self._modules():
             module.eval()
+        # Single state observations run in NumPy (NumpySkillActor: why), batches and pixels in torch.
+        self._numpy_actor = (NumpySkillActor(self.actor, self.normalizer)
+                             if self.pixels is None else None)
 
     def _modules(self) -> list[tuple[str, torch.nn.Module]]:
         """The networks with their weight-name prefixes in model.safetensors."""
-        return [("actor.", self.actor)] + ([("phi.", self.phi_net)] if self.phi_net is not None else [])
+        return ([("actor.", self.actor)] + ([("phi.", self.phi_net)] if self.phi_net is not None else [])
+                + ([("skill_posterior.", self.skill_posterior_net)] if self.skill_posterior_net is not None else []))
 
     def require_phi(self) -> None:
         """Raise :class:`CheckpointError` unless the checkpoint holds phi (METRA and LSD skills do)."""
@@ -107,6 +122,17 @@ class SkillPolicy:
             raise CheckpointError(f"{self.source or 'this checkpoint'} holds {self.algorithm.upper()} skills, which "
                                   "have no state representation phi: phi and zero-shot goal reaching are defined for "
                                   "METRA and LSD skills")
+
+    def require_goal_skill(self) -> None:
+        """Raise :class:`CheckpointError` unless :meth:`goal_skill` is defined for these skills: phi (METRA, LSD) or
+        q(z | s) (DIAYN, exported with format version 5)."""
+        if self.phi_net is not None or self.skill_posterior_net is not None:
+            return
+        fix = ("; re-export the DIAYN run with this version, which adds its q(z | s)" if self.algorithm == "diayn"
+               else "")
+        raise CheckpointError(f"{self.source or 'this checkpoint'} holds {self.algorithm.upper()} skills with neither "
+                              "phi (METRA, LSD) nor q(z | s) (DIAYN): zero-shot goal reaching is defined for METRA, "
+                              f"LSD and DIAYN skills{fix}")
 
     @property
     def algorithm(self) -> str:
@@ -221,6 +247,10 @@ class SkillPolicy:
         return torch.from_numpy(self.normalizer(array)), single
 
     def _skills(self, z: Any, batch: int) -> torch.Tensor:
+        return torch.from_numpy(np.broadcast_to(self._skill_array(z, batch), (batch, self.skill_dim)).copy())
+
+    def _skill_array(self, z: Any, batch: int) -> np.ndarray:
+        """Checked skills as float32, shape (1 or batch, skill_dim)."""
         try:
             array = np.atleast_2d(np.asarray(z, dtype=np.float64))
         except (TypeError, ValueError, OverflowError):
@@ -240,8 +270,13 @@ class SkillPolicy:
             problem = outside_prior(array, self.skill_prior)
             if problem is not None:
                 raise ValueError(problem)
-        array = array.astype(np.float32)
-        return torch.from_numpy(np.broadcast_to(array, (batch, self.skill_dim)).copy())
+        return array.astype(np.float32)
+
+    def _in_bounds(self, action: np.ndarray) -> np.ndarray:
+        """Actions in [-1, 1] mapped to the environment's bounds (as they are where those are [-1, 1])."""
+        if self._unit_bounds:
+            return action
+        return self.action_low + (action + 1.0) * 0.5 * (self.action_high - self.action_low)
 
     # --- the API ----------------------------------------------------------------------------------------
 
@@ -263,6 +298,8 @@ class SkillPolicy:
                 raise TypeError(f"rng must be a np.random.Generator or a seed (an int >= 0), got {rng!r} of type "
                                 f"{type(rng).__name__}")
             rng = np.random.default_rng(int(rng))
+        if deterministic and self._numpy_actor is not None and np.ndim(obs) == 1:
+            return self.fixed_skill_actor(z)(obs)
         obs_t, single = self._obs(obs)
         z_t = self._skills(z, len(obs_t))
         noise = None
@@ -271,8 +308,38 @@ class SkillPolicy:
             noise = torch.from_numpy(rng.standard_normal((len(obs_t), self.action_dim)).astype(np.float32))
         with single_threaded():
             action = self.actor(obs_t, z_t, noise).numpy()
-        action = self.action_low + (action + 1.0) * 0.5 * (self.action_high - self.action_low)
+        action = self._in_bounds(action)
         return action[0] if single else action
+
+    def fixed_skill_actor(self, z: Any) -> Callable[[Any], np.ndarray]:
+        """``obs -> act(obs, z)`` (deterministic) for single observations with the skill ``z`` fixed, as the skill env
+        runs a skill for K steps: checks ``z`` once, and for state skills runs :class:`~metra_gym.networks.NumpySkillActor`
+        with ``z``'s share of the first layer computed once (pixel skills: the torch path).
+
+        :param z: one skill, shape (skill_dim,), as :meth:`act` takes it.
+        :raises ValueError: from the returned function, for an observation that is not ``(obs_dim,)`` finite numbers.
+        """
+        if self._numpy_actor is None:
+            skill = self._skill_array(z, 1)[0]
+            return lambda obs: self.act(obs, skill, deterministic=True)
+        numpy_actor = self._numpy_actor
+        bias = numpy_actor.skill_bias(self._skill_array(z, 1)[0])
+        limit, shape, in_bounds = float(np.finfo(np.float32).max), (self.obs_dim,), self._in_bounds
+
+        def act(obs: Any) -> np.ndarray:
+            try:
+                array = np.asarray(obs, dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                raise TypeError(f"observations must be arrays of numbers, got {type(obs).__name__}") from None
+            if array.shape != shape:
+                raise ValueError(f"observations must have {self.obs_dim} entries (shape ({self.obs_dim},) or "
+                                 f"(batch, {self.obs_dim})), got shape {np.shape(obs)}")
+            if not np.abs(array).max() <= limit:  # a NaN makes the max NaN, which fails this too
+                raise ValueError("observations must be finite float32 numbers; got NaN, infinite or out-of-range "
+                                 "entries (the environment may have diverged)")
+            return in_bounds(numpy_actor(array, bias))
+
+        return act
 
     @torch.no_grad()
     def phi(self, obs: Any) -> np.ndarray:
@@ -286,13 +353,40 @@ class SkillPolicy:
             out = self.phi_net(obs_t).numpy()
         return out[0] if single else out
 
-    def goal_skill(self, obs: Any, goal_obs: Any) -> np.ndarray:
-        """The zero-shot skill towards a goal state: (phi(g) - phi(s)) / ||.||, or the one-hot of its argmax.
+    @torch.no_grad()
+    def skill_posterior(self, obs: Any) -> np.ndarray:
+        """The mean of DIAYN's q(z | s) (continuous skills), or its logits (discrete), in R^D.
 
-        For discrete skills the argmax is always defined: a goal with phi(g) == phi(s) gives skill 0.
-
-        :raises ValueError: for continuous skills when phi(goal_obs) == phi(obs) (no direction to normalise).
+        :raises CheckpointError: for skills without q(z | s) (METRA, LSD, DADS, CIC; DIAYN exported before format 5).
         """
+        if self.skill_posterior_net is None:
+            raise CheckpointError(f"{self.source or 'this checkpoint'} holds no q(z | s): only DIAYN checkpoints of "
+                                  "format version 5 carry it; re-export the DIAYN run with this version")
+        obs_t, single = self._obs(obs)
+        with single_threaded():
+            out = self.skill_posterior_net(obs_t).numpy()
+        return out[0] if single else out
+
+    def goal_skill(self, obs: Any, goal_obs: Any) -> np.ndarray:
+        """The zero-shot skill towards a goal state.
+
+        METRA and LSD: (phi(g) - phi(s)) / ||.||, or the one-hot of its argmax (discrete skills; always defined: a
+        goal with phi(g) == phi(s) gives skill 0). DIAYN (checkpoints with q(z | s)): the skill the discriminator
+        finds likeliest at the goal, whatever s: the mean of q(z | g), or the one-hot of its largest logit (the METRA
+        paper's DIAYN goal reaching; official ``iod/metra.py`` with ``--inner 0``).
+
+        :raises ValueError: for continuous METRA / LSD skills when phi(goal_obs) == phi(obs) (no direction).
+        :raises CheckpointError: for skills with neither phi nor q(z | s) (DADS, CIC, DIAYN before format 5).
+        """
+        if self.phi_net is None and self.skill_posterior_net is not None:
+            self._obs(obs)  # checked as for phi
+            z = np.asarray(self.skill_posterior(goal_obs), dtype=np.float64)
+            if np.ndim(obs) == 2 and z.ndim == 1:
+                z = np.broadcast_to(z, (len(obs), self.skill_dim))
+            if self.discrete:
+                return np.eye(self.skill_dim, dtype=np.float32)[np.argmax(z, axis=-1)]
+            return z.astype(np.float32)
+        self.require_goal_skill()
         direction = np.asarray(self.phi(goal_obs), dtype=np.float64) - np.asarray(self.phi(obs), dtype=np.float64)
         if self.discrete:
             return np.eye(self.skill_dim, dtype=np.float32)[np.argmax(direction, axis=-1)]
@@ -302,7 +396,6 @@ class SkillPolicy:
             raise ValueError(f"phi(goal_obs) equals phi(obs) (row(s) {rows}), so there is no direction to a "
                              "skill; give a goal state that differs from the current one")
         return (direction / norm).astype(np.float32)
-
 
 def _from_reference(reference: str, source: str) -> SkillPolicy:
     """Unpickle a policy: reload its checkpoint (verified like any load) and keep the name it was loaded by."""

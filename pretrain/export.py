@@ -20,7 +20,7 @@ from sb3_contrib.common.torch_layers import BatchRenorm
 
 import metra_gym
 from metra_gym.networks import PhiNetwork, SkillActor, pixel_encoder
-from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, PIXELS_KEY, WEIGHTS
+from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, PIXELS_KEY, POSTERIOR_KEY, WEIGHTS
 from metra_gym.skill_priors import DESCRIPTIONS, UNIT
 from pretrain.algorithms import skill_prior
 from pretrain.algorithms.common.pixel_encoder import image_layout
@@ -117,6 +117,11 @@ def skill_tensors(model) -> dict[str, th.Tensor]:
     phi = getattr(model.skill_learner, "phi", None)  # DIAYN, DADS and CIC have none: their checkpoints hold the actor
     for key, value in (phi.state_dict().items() if phi is not None else ()):
         tensors["phi." + key] = value
+    # DIAYN's q(z | s) (mean network, or logits for discrete skills): what picks a goal's skill; state skills only.
+    discriminator = getattr(model.skill_learner, "discriminator", None)
+    if discriminator is not None and not getattr(model, "pixels", False):
+        for key, value in discriminator.mean_net.state_dict().items():
+            tensors["skill_posterior.net." + key] = value
     return {k: v.detach().float().contiguous().cpu() for k, v in tensors.items()}
 
 
@@ -277,6 +282,8 @@ def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: d
     config["actor_hidden"] = hidden_widths(tensors, "actor.latent.")
     if config["phi_hidden"] is not None:
         config["phi_hidden"] = hidden_widths(tensors, "phi.net.")
+    if config.get(POSTERIOR_KEY) is not None:
+        config[POSTERIOR_KEY] = hidden_widths(tensors, "skill_posterior.net.")
     return write_checkpoint(tensors, config, out_dir)
 
 
@@ -381,6 +388,9 @@ def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: boo
     if has_phi(run_config):
         phi = PhiNetwork(obs_dim, run_config.skill_dim, run_config.phi_hidden, encoder=pixel_encoder(pixels))
         tensors.update({f"phi.{k}": v for k, v in phi.state_dict().items()})
+    if has_skill_posterior(run_config, pixels):
+        posterior = PhiNetwork(obs_dim, run_config.skill_dim, run_config.phi_hidden)
+        tensors.update({f"skill_posterior.{k}": v for k, v in posterior.state_dict().items()})
     provenance = {"run": "untrained", "env_steps": 0, "epochs": 0, "policy_coverage": None, "machine": "-",
                   "command": f"metra-pretrain export --untrained --config ... {out_dir}"}
     config = checkpoint_config(run_config, obs_dim, action_space.low, action_space.high, provenance, pixels)
@@ -400,6 +410,12 @@ def has_phi(run_config: PretrainConfig) -> bool:
     return run_config.algo in ("metra", "lsd")
 
 
+def has_skill_posterior(run_config: PretrainConfig, pixels: dict[str, Any] | None) -> bool:
+    """Whether the checkpoint carries q(z | s) (DIAYN's discriminator, which picks a goal's skill): DIAYN on state
+    observations; its width is the discriminator's (``phi_width``, else ``net_width``)."""
+    return run_config.algo == "diayn" and pixels is None
+
+
 def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any, action_high: Any,
                       provenance: dict[str, Any], pixels: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``config.json`` of a skill checkpoint: what the networks need and where they came from. Its format version
@@ -409,7 +425,9 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
     the identity, unused (its CNNs scale uint8 pixels by 1 / 255)."""
     activation = actor_activation(run_config)
     prior = UNIT if run_config.discrete_skills else skill_prior(run_config)
-    version = FORMAT_VERSION if prior != UNIT or pixels is not None else 3 if activation != "tanh" else 2
+    posterior = has_skill_posterior(run_config, pixels)
+    version = (FORMAT_VERSION if posterior else 4 if prior != UNIT or pixels is not None
+               else 3 if activation != "tanh" else 2)
     normalizer_dim = 1 if pixels is not None else obs_dim
     return {
         "format_version": version,
@@ -426,6 +444,7 @@ def checkpoint_config(run_config: PretrainConfig, obs_dim: int, action_low: Any,
         "actor_hidden": run_config.hidden,
         **({} if activation == "tanh" else {"actor_activation": activation}),
         "phi_hidden": run_config.phi_hidden if has_phi(run_config) else None,
+        **({POSTERIOR_KEY: run_config.phi_hidden} if posterior else {}),
         "normalizer": {"name": run_config.normalizer, **config_normalizer(run_config, normalizer_dim).to_dict()},
         **({} if pixels is None else {PIXELS_KEY: pixels}),
         "provenance": {

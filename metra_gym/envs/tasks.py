@@ -140,7 +140,8 @@ class HalfCheetahHurdleEnv(MetraHalfCheetahEnv):
         # Not xml_file: a copy writes its own (the temporary file may be gone by then).
         EzPickle.__init__(self, n_hurdles=n_hurdles, spacing=spacing, hurdle_height=hurdle_height, **kwargs)
 
-    def _next_hurdle_x(self) -> float:
+    def next_hurdle_x(self) -> float:
+        """The x of the next hurdle to pass (after the last: one spacing past it)."""
         if self.next_hurdle < len(self.hurdles):
             return float(self.hurdles[self.next_hurdle])
         return float(self.hurdles[-1] + self.spacing)  # all passed: a virtual one further on keeps obs finite
@@ -151,7 +152,7 @@ class HalfCheetahHurdleEnv(MetraHalfCheetahEnv):
         return self._get_obs()
 
     def _get_obs(self) -> np.ndarray:
-        x = self._next_hurdle_x()
+        x = self.next_hurdle_x()
         return np.concatenate([super()._get_obs(), np.array([x, x - self.data.qpos[0]], dtype=np.float32)])
 
     def step(self, action: np.ndarray):

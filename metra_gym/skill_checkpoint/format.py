@@ -1,6 +1,7 @@
 """The pickle-free skill checkpoint: a folder with ``model.safetensors`` and ``config.json``.
 
-``model.safetensors`` holds the skill actor (``actor.*``) and phi (``phi.*``) as float32 tensors;
+``model.safetensors`` holds the skill actor (``actor.*``), phi (``phi.*``; METRA, LSD) and DIAYN's q(z | s)
+(``skill_posterior.*``) as float32 tensors;
 ``config.json`` says what they need (environment, observation normaliser, skill space, network shape) and
 where they came from (training provenance). A model card ``README.md`` may sit beside them.
 """
@@ -24,8 +25,12 @@ from metra_gym.skill_priors import SKILL_PRIORS, UNIT
 # optional ``skill_prior`` of continuous skills (absent: unit vectors), written only when it is another prior, and
 # optional ``pixels`` (absent or null: state observations): skills trained on images, with the encoders' input and
 # the renderer of their frames. Only such checkpoints are written as 4, so that older readers refuse them instead of
-# projecting N(0, I) skills to unit length or feeding frames to a state network.
-FORMAT_VERSION = 4
+# projecting N(0, I) skills to unit length or feeding frames to a state network. Version 5 adds the optional
+# ``skill_posterior_hidden`` (absent or null: none) with the tensors ``skill_posterior.net.*``: the mean of DIAYN's
+# discriminator q(z | s) (state skills), which picks the skill of a goal for zero-shot goal reaching; written as 5
+# only when present.
+FORMAT_VERSION = 5
+POSTERIOR_KEY = "skill_posterior_hidden"
 PIXELS_KEY = "pixels"
 ACTOR_ACTIVATIONS = ("tanh", "relu")  # the keys of metra_gym.networks.ACTIVATIONS (this module stays torch-free)
 WEIGHTS = "model.safetensors"
@@ -118,6 +123,12 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         if not isinstance(hidden, list) or not hidden or not all(_is_int(w) and w >= 1 for w in hidden):
             fail(key, "a non-empty list of positive integers (hidden layer widths)"
                  + (", or null for a checkpoint without phi" if key == "phi_hidden" else ""))
+    posterior = config.get(POSTERIOR_KEY)
+    if posterior is not None and (not isinstance(posterior, list) or not posterior
+                                  or not all(_is_int(w) and w >= 1 for w in posterior)):
+        fail(POSTERIOR_KEY, "a non-empty list of positive integers (hidden layer widths), or null")
+    if posterior is not None and config.get(PIXELS_KEY) is not None:
+        fail(POSTERIOR_KEY, "null for skills trained on pixels (only state skills carry q(z | s))")
     if config.get("actor_activation", "tanh") not in ACTOR_ACTIVATIONS:
         fail("actor_activation", f"one of {list(ACTOR_ACTIVATIONS)}")
     if config.get("skill_prior", UNIT) not in SKILL_PRIORS:
@@ -230,6 +241,8 @@ def expected_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     if config["phi_hidden"] is not None:
         shapes.update(mlp("phi.net.", obs_dim, config["phi_hidden"], skill_dim))
         shapes.update({f"phi.{name}": shape for name, shape in encoders.items()})
+    if config.get(POSTERIOR_KEY) is not None:  # phi's layout (metra_gym.networks.PhiNetwork), state only
+        shapes.update(mlp("skill_posterior.net.", obs_dim, config[POSTERIOR_KEY], skill_dim))
     return shapes
 
 

@@ -1,4 +1,5 @@
-"""Zero-shot goal reaching with METRA's phi: z = (phi(g) - phi(s)) / ||.|| (or one-hot argmax) every step.
+"""Zero-shot goal reaching: z = ``SkillPolicy.goal_skill(s, g)`` every step: (phi(g) - phi(s)) / ||.|| (or the one-hot
+argmax) for METRA and LSD, the skill q(z | g) finds likeliest for DIAYN (the METRA paper's comparison).
 
 Goals are sampled as in the paper (Ant: x-y uniform in [-50, 50]^2; HalfCheetah: x uniform in [-100, 100]);
 the goal state is the initial observation with its position replaced by the goal. The metric is the final
@@ -23,6 +24,7 @@ import numpy as np
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.registration import EPISODE_STEPS, TASK_SUCCESS_KEY, ZERO_SHOT_GOAL_RANGES
+from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.evaluation.coverage import SkillRollouts
@@ -118,6 +120,31 @@ def reach_task_goals(policy: SkillPolicy, steps: int, seed: int = 0) -> dict[str
             "tasks_any_step": any_step, "skills": skills}
 
 
+def checkpoint_with_goal_skill(snapshot: str | Path, run_dir: str | Path, out_dir: str | Path) -> str:
+    """A skill checkpoint of the snapshot's networks that defines :meth:`SkillPolicy.goal_skill`: the snapshot itself,
+    or, for a DIAYN snapshot written before checkpoints carried its q(z | s) (format 5), the run state of the same
+    epoch exported into ``out_dir``.
+
+    :raises CheckpointError: the snapshot has no goal skill and the run state is not at the snapshot's epoch (or the
+        skills are of a method without one: DADS, CIC).
+    """
+    from pretrain.export import export_run
+
+    policy = SkillPolicy.from_pretrained(str(snapshot))
+    try:
+        policy.require_goal_skill()
+        return str(snapshot)
+    except CheckpointError:
+        if policy.algorithm != "diayn":
+            raise
+    epochs = policy.config["provenance"].get("epochs")
+    exported = export_run(run_dir, out_dir, force=True)
+    if SkillPolicy.from_pretrained(str(exported)).config["provenance"]["epochs"] != epochs:
+        raise CheckpointError(f"{snapshot} holds no q(z | s) (exported before format 5) and the run state of {run_dir} "
+                              f"is not at its epoch {epochs}; evaluate a snapshot written by this version")
+    return str(exported)
+
+
 def check_same_shape(policy: SkillPolicy, baseline: SkillPolicy) -> None:
     """Raise ValueError unless ``baseline`` can stand for ``policy`` untrained: the same env and the same sizes."""
     for name in ("env_id", "obs_dim", "action_dim", "skill_dim", "discrete"):
@@ -139,7 +166,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
         raise ValueError(f"the number of goals must be >= 2 (a 95 % interval needs two), got {n_goals}")
     out_dir = check_out_dir(out_dir)
     policy = SkillPolicy.from_pretrained(checkpoint)
-    policy.require_phi()
+    policy.require_goal_skill()
     baseline_policy = None
     if baseline and baseline_checkpoint is not None:  # before any rollout: a baseline of another shape is refused
         baseline_policy = SkillPolicy.from_pretrained(baseline_checkpoint)

@@ -252,22 +252,7 @@ def run_trials(planned: list[PlannedTrial], cpus_per_run: int = 1, address: str 
     pending = {item.trial.name: item for item in planned if item.state != FINISHED}
     results: dict[str, Any] = {}
     if pending:
-        scratch = tempfile.mkdtemp(prefix="metra-sweep-tune-")  # Tune's own files; the runs are the run folders
-        watchdog = Watchdog([scratch])
-        stop = _StopOnSignal()
-        try:
-            with stop, _tune_environment():
-                results = _fit(pending, cpus_per_run, address, echo, scratch)
-        except KeyboardInterrupt:
-            if stop.signal_name is None:  # a KeyboardInterrupt that is not ours (e.g. raised in a test)
-                raise
-        finally:
-            with _IgnoreSignals():
-                _shutdown_ray()
-                watchdog.close()
-                shutil.rmtree(scratch, ignore_errors=True)
-        if stop.signal_name is not None:
-            raise SweepInterrupted(stop.signal_name)
+        results = fit_until_stopped(lambda scratch: _fit(pending, cpus_per_run, address, echo, scratch))
     outcomes = []
     for item in planned:
         row = last_evaluation(item.run_dir)
@@ -280,6 +265,32 @@ def run_trials(planned: list[PlannedTrial], cpus_per_run: int = 1, address: str 
         else:
             outcomes.append(TrialOutcome(item.trial.name, "finished", row.get("epoch"), row.get("policy_coverage")))
     return outcomes
+
+
+def fit_until_stopped(fit: Callable[[str], dict[str, Any]], prefix: str = "metra-sweep-tune-") -> dict[str, Any]:
+    """``fit(scratch)`` (start Ray, run trials through Tune with its files in the folder ``scratch``, return each
+    trial's error) run so that SIGINT or SIGTERM stop it cleanly and nothing of Ray outlives it (the watchdog).
+
+    :raises SweepInterrupted: SIGINT or SIGTERM stopped it (Ray is shut down first).
+    """
+    scratch = tempfile.mkdtemp(prefix=prefix)  # Tune's own files; the runs write their own folders
+    watchdog = Watchdog([scratch])
+    stop = _StopOnSignal()
+    results: dict[str, Any] = {}
+    try:
+        with stop, _tune_environment():
+            results = fit(scratch)
+    except KeyboardInterrupt:
+        if stop.signal_name is None:  # a KeyboardInterrupt that is not ours (e.g. raised in a test)
+            raise
+    finally:
+        with _IgnoreSignals():
+            _shutdown_ray()
+            watchdog.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+    if stop.signal_name is not None:
+        raise SweepInterrupted(stop.signal_name)
+    return results
 
 
 def _fit(pending: dict[str, PlannedTrial], cpus_per_run: int, address: str | None, echo: Callable[[str], None],

@@ -38,6 +38,8 @@ def _copy(tmp_path, edit_config=None, edit_weights=None, rehash=True):
     ("normalizer.std", [1.0] * 28, r"'normalizer.std' must be as long as normalizer.mean \(29 entries\)"),
     ("provenance", "x", "'provenance' must be a JSON object"),
     ("weights_sha256", "abc", "'weights_sha256' must be the sha256 hex digest"),
+    ("skill_posterior_hidden", [0], "'skill_posterior_hidden' must be a non-empty list of positive integers"),
+    ("skill_posterior_hidden", "256", "'skill_posterior_hidden' must be a non-empty list of positive integers"),
 ])
 def test_every_config_field_is_type_and_value_checked(tmp_path, key, value, message):
     folder = _copy(tmp_path, edit_config=set_key(key, value))
@@ -162,3 +164,10 @@ def test_tensors_missing_or_extra_for_the_config_are_named(tmp_path):
 
     with pytest.raises(CheckpointError, match="missing tensors phi.net.4.bias; unexpected tensors actor.extra"):
         SkillPolicy.from_pretrained(_copy(tmp_path, edit_weights=swap))
+
+
+def test_a_skill_posterior_must_fit_its_weights(tmp_path):
+    """DIAYN's q(z | s) (format 5): config.json's widths and the ``skill_posterior.*`` tensors must agree."""
+    folder = _copy(tmp_path, edit_config=set_key("skill_posterior_hidden", [64]))
+    with pytest.raises(CheckpointError, match="missing tensors skill_posterior.net.0.weight"):
+        read_weights(folder, read_config(folder))

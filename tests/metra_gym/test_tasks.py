@@ -98,8 +98,13 @@ def test_skill_policy_sees_only_the_pretraining_observation(monkeypatch):
     env = gym.make("metra/AntMultiGoalsSkills-v0")
     seen = []
     policy = env.unwrapped.policy
-    original = policy.act
-    monkeypatch.setattr(policy, "act", lambda obs, z, **kw: seen.append(np.shape(obs)) or original(obs, z, **kw))
+    original = policy.fixed_skill_actor  # what the skill env runs a skill with
+
+    def recording(z):
+        act = original(z)
+        return lambda obs: seen.append(np.shape(obs)) or act(obs)
+
+    monkeypatch.setattr(policy, "fixed_skill_actor", recording)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (31,)
     env.step(np.array([1.0, 0.0], dtype=np.float32))

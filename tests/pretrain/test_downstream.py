@@ -1,43 +1,62 @@
-"""The high-level controllers over skills train (SAC and PPO) and the flat baseline; the controller's defaults are
-the ones that let it learn within a few tens of thousands of low-level steps (see ``pretrain/downstream.py``)."""
+"""The downstream protocols: what a controller sees, what trains it (the paper's settings from the skill checkpoint,
+metra-gym 0.3's kept as a variant), and the flat baseline."""
 
+import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
-from metra_gym.registration import SKILL_STEPS
-from pretrain.downstream import controller_env, flat_agent, hierarchical_agent
+from metra_gym.registration import SKILL_STEPS, SKILLS_PER_EPISODE
+from pretrain.downstream import SACSettings, controller_env, flat_agent, hierarchical_agent
+from pretrain.downstream.protocol import checkpoint_config
 
 
-def test_short_hierarchical_sb3_runs_complete():
+def test_short_runs_of_every_learner_complete():
     sac = hierarchical_agent("ant_multigoals", seed=0, learning_starts=16)
-    sac.learn(48)
-    assert sac.num_timesteps == 48 and sac._n_updates > 0
+    sac.learn(80)
+    assert sac._n_updates > 0
     ppo = hierarchical_agent("cheetah_hurdle", seed=0, n_envs=8)
     ppo.learn(512)
     assert ppo.num_timesteps == 512
     flat = flat_agent("cheetah_goal", seed=0, learning_starts=100)
-    flat.learn(200)
+    flat.learn(1700)
     assert flat._n_updates > 0
+    old = hierarchical_agent("ant_multigoals", seed=0, protocol_name="v0.3", learning_starts=16)
+    old.learn(48)
+    assert old._n_updates > 0
 
 
-def test_goal_controllers_see_the_task_information_only():
-    """The whole observation (with the unbounded absolute position) slowed the Ant controller down: it sees the
-    goal relative to the agent, HalfCheetahGoal's the goal distance; the hurdle controller sees everything."""
+@pytest.mark.parametrize(("name", "state_dim", "task_dim"), [("ant_multigoals", 29, 2), ("cheetah_goal", 18, 1),
+                                                             ("cheetah_hurdle", 18, 2)])
+def test_the_paper_controller_sees_the_normalised_state_and_the_task_information(name, state_dim, task_dim):
+    """The paper's pi(z | s, s_task): the pretraining observation as the skill policy sees it (normalised with the
+    skills' normaliser), then the task information unchanged."""
+    env = controller_env(name)
+    obs, _ = env.reset(seed=0)
+    skill_env = env.unwrapped
+    raw = skill_env._obs
+    assert obs.shape == env.observation_space.shape == (state_dim + task_dim,)
+    np.testing.assert_allclose(obs[:state_dim], skill_env.policy.normalizer(raw[:state_dim]), rtol=1e-6)
+    np.testing.assert_allclose(obs[state_dim:], raw[state_dim:], rtol=1e-6)
+    assert not np.allclose(obs[:state_dim], raw[:state_dim])  # normalised, not passed through
+    obs, *_ = env.step(env.action_space.sample())
+    assert obs.shape == (state_dim + task_dim,)
+    env.close()
+
+
+def test_the_v03_controllers_see_the_task_information_only_on_goal_tasks():
     for name, size in (("ant_multigoals", 2), ("cheetah_goal", 1), ("cheetah_hurdle", 18 + 2)):
-        env = controller_env(name)
+        env = controller_env(name, protocol_name="v0.3")
         obs, _ = env.reset(seed=0)
         assert env.observation_space.shape == obs.shape == (size,), name
         inner = env.unwrapped.env.unwrapped
         if name == "ant_multigoals":
             np.testing.assert_allclose(obs, inner.goal - inner.coordinates(), rtol=1e-5, atol=1e-5)
-        obs, *_ = env.step(env.action_space.sample())
-        assert obs.shape == (size,)
         env.close()
 
 
-def test_the_quadruped_goal_controller_sees_the_goal_relative_to_the_torso(tmp_path):
-    """On untrained state-Quadruped skills (the bundled ones are trained in a campaign): 4 continuous skills, the
-    controller's observation the goal minus the torso's x-y."""
+def test_the_quadruped_goal_controller_sees_the_state_and_the_goal_relative_to_the_torso(tmp_path):
+    """On untrained state-Quadruped skills: 4 continuous skills; K = 50 control steps (25 policy steps)."""
     from pretrain.export import export_untrained
     from pretrain.run.config import load_config
 
@@ -45,22 +64,64 @@ def test_the_quadruped_goal_controller_sees_the_goal_relative_to_the_torso(tmp_p
     env = controller_env("quadruped_goal", checkpoint=str(checkpoint))
     obs, _ = env.reset(seed=0)
     inner = env.unwrapped.env.unwrapped
-    assert env.action_space.shape == (4,) and obs.shape == (2,)
-    np.testing.assert_allclose(obs, inner.goal - inner.coordinates(), rtol=1e-5, atol=1e-5)
-    obs, *_ = env.step(env.action_space.sample())
-    assert obs.shape == (2,)
+    assert env.action_space.shape == (4,) and obs.shape == (80 + 2,)
+    np.testing.assert_allclose(obs[80:], inner.goal - inner.coordinates(), rtol=1e-5, atol=1e-5)
+    assert env.unwrapped.skill_steps * inner.action_repeat == 50
     env.close()
 
 
-def test_high_level_sac_defaults_learn_within_a_small_budget():
-    """30,000 low-level steps are 1,200 controller transitions: with the pretraining settings (learning after 1,000,
-    one update each, alpha from 1) that was 200 updates and the Ant controller did not learn."""
+@pytest.mark.parametrize(("skill_id", "control_steps_per_skill"), [
+    ("metra/AntMultiGoalsSkills-v0", 25), ("metra/HalfCheetahGoalSkills-v0", 25),
+    ("metra/HalfCheetahHurdleSkills-v0", 25), ("metra/QuadrupedGoalSkills-v0", 50), ("metra/HumanoidGoalSkills-v0", 50)])
+def test_k_and_the_horizon_are_the_papers(skill_id, control_steps_per_skill):
+    """K = 25 (Ant, HalfCheetah), 50 control steps (Quadruped, Humanoid); 8 skills an episode (200 low-level steps,
+    400 control steps on DMC)."""
+    spec = gym.spec(skill_id)
+    repeat = 2 if "Quadruped" in skill_id or "Humanoid" in skill_id else 1
+    assert spec.kwargs.get("skill_steps", SKILL_STEPS) * repeat == control_steps_per_skill
+    assert spec.max_episode_steps == SKILLS_PER_EPISODE == 8
+
+
+def test_the_paper_sac_takes_the_skill_checkpoints_pretraining_settings():
+    settings = SACSettings.of_checkpoint(checkpoint_config("ant_multigoals", None))
+    # The bundled `ant` recorded its training: lr 4e-4, width 256, 8 episodes then 100 updates, learning from 10,000.
+    assert (settings.learning_rate, settings.net_width, settings.episodes_per_epoch, settings.gradient_steps,
+            settings.learning_starts, settings.alpha_init) == (4e-4, 256, 8, 100, 10_000, 0.01)
+    assert settings.source == "the skill checkpoint's"
     sac = hierarchical_agent("ant_multigoals", seed=0)
+    assert sac.learning_rate == 4e-4 and sac.learning_starts == 10_000 and sac.gradient_steps == 100
+    assert (sac.train_freq.frequency, sac.train_freq.unit.value) == (8, "episode")
+    assert sac.policy.actor.latent_pi[0].out_features == 256 and sac.target_entropy == -1.0  # -|skill| / 2
+    assert float(torch.exp(sac.log_ent_coef.detach())) == pytest.approx(0.01)
+    # Without a recorded config: the paper's (lr 1e-4, 2 x 1024, 50 updates per 8 episodes).
+    paper = SACSettings.of_checkpoint({"provenance": {}})
+    assert (paper.learning_rate, paper.net_width, paper.gradient_steps, paper.source) == (
+        1e-4, 1024, 50, "the paper's (none recorded)")
+
+
+def test_the_paper_ppo_follows_the_papers_table():
+    """64 episodes an epoch, 10 minibatch steps of 256 per episode (640 per 512 transitions: 320 passes), entropy
+    0.01, GAE lambda 0.95, clip 0.2; lr and widths of the pretraining."""
+    ppo = hierarchical_agent("cheetah_goal", seed=0, n_envs=4)
+    assert ppo.n_steps * ppo.n_envs == 64 * SKILLS_PER_EPISODE and ppo.batch_size == 256
+    assert ppo.n_epochs * (ppo.n_steps * ppo.n_envs) // ppo.batch_size == 10 * 64
+    assert (ppo.ent_coef, ppo.gae_lambda, ppo.clip_range(1.0), ppo.learning_rate) == (0.01, 0.95, 0.2, 4e-4)
+    old = hierarchical_agent("cheetah_goal", seed=0, n_envs=4, protocol_name="v0.3")
+    assert old.n_epochs == 10
+
+
+def test_the_v03_sac_learns_within_a_small_budget():
+    """metra-gym 0.3's controller SAC, kept as a variant: 30,000 low-level steps are 1,200 controller transitions, and
+    with the pretraining settings that was 200 updates; it learns after 100, 4 updates each, alpha from 0.1."""
+    sac = hierarchical_agent("ant_multigoals", seed=0, protocol_name="v0.3")
     transitions = 30_000 // SKILL_STEPS
-    updates = (transitions - sac.learning_starts) * sac.gradient_steps // sac.train_freq.frequency
     assert sac.learning_starts <= transitions // 10
-    assert updates >= 3 * transitions
-    assert float(torch.exp(sac.log_ent_coef.detach())) <= 0.1 + 1e-6
-    assert sac.learning_rate >= 3e-4
-    sac.learn(sac.learning_starts + 4)
-    assert sac._n_updates >= 3 * sac.gradient_steps  # 4 updates per transition from the first
+    assert (transitions - sac.learning_starts) * sac.gradient_steps // sac.train_freq.frequency >= 3 * transitions
+    assert float(torch.exp(sac.log_ent_coef.detach())) == pytest.approx(0.1)
+
+
+def test_unknown_names_are_one_clear_error():
+    with pytest.raises(ValueError, match="unknown downstream protocol 'paper2'; choose one of"):
+        controller_env("ant_multigoals", protocol_name="paper2")
+    with pytest.raises(ValueError, match="unknown task 'ant'; choose one of"):
+        controller_env("ant")

@@ -164,20 +164,23 @@ def test_baselines_export_and_load_in_the_runtime(tmp_path, capsys, algo):
         assert "skill_prior" not in written and written["format_version"] == 2  # unit vectors: readable since 2
         assert policy.goal_skill(np.zeros(2), np.ones(2)).shape == (2,)
         return
-    # DIAYN's skills are N(0, I) draws: recorded (format 4, so that older readers refuse to project them), taken
-    # as given by the runtime, and the held-out evaluation draws them from that prior
-    assert written["skill_prior"] == "gaussian" and written["format_version"] == 4
+    # DIAYN's skills are N(0, I) draws: recorded (format 5 with its q(z | s), so that older readers refuse to project
+    # them), taken as given by the runtime, and the held-out evaluation draws them from that prior
+    assert written["skill_prior"] == "gaussian" and written["format_version"] == 5
     assert policy.skill_prior == "gaussian" and policy.act(np.zeros(2), np.array([3.0, -4.0])).shape == (2,)
     assert "Skills: 2 continuous (N(0, I) draws)" in card
     assert main(["evaluate", str(tmp_path / "ckpt"), "--skills", "8", "--out", str(tmp_path / "eval")]) == 0
     skills = [row["skill"] for row in json.loads((tmp_path / "eval" / "coverage.json").read_text())["final_positions"]]
     assert np.linalg.norm(skills, axis=1).std() > 0.2
+    # Its zero-shot skill is the mean of its q(z | g), exported with it, whatever s.
+    assert written["skill_posterior_hidden"] == [16, 16] and written["phi_hidden"] is None
+    goal = np.array([1.0, -2.0])
+    np.testing.assert_allclose(policy.goal_skill(np.zeros(2), goal), policy.skill_posterior(goal), rtol=1e-6)
+    np.testing.assert_allclose(policy.goal_skill(np.ones(2), goal), policy.skill_posterior(goal), rtol=1e-6)
     with pytest.raises(CheckpointError, match="DIAYN skills, which have no state representation phi"):
-        policy.goal_skill(np.zeros(2), np.ones(2))
-    capsys.readouterr()
-    assert main(["goal-eval", str(tmp_path / "ckpt"), "--goals", "4", "--out", str(tmp_path / "goals")]) == 2
-    assert "zero-shot goal reaching are defined for METRA and LSD" in capsys.readouterr().err
-    assert not (tmp_path / "goals").exists()
+        policy.phi(np.zeros(2))
+    assert main(["goal-eval", str(tmp_path / "ckpt"), "--goals", "4", "--out", str(tmp_path / "goals")]) == 0
+    assert json.loads((tmp_path / "goals" / "goal_reaching.json").read_text())["trained"]["mean"] is not None
 
 
 def test_untrained_export_of_a_pixel_config_loads_and_goal_eval_refuses_it_clearly(tmp_path, capsys):

@@ -1,0 +1,215 @@
+"""Reference controllers of the downstream tasks: what the skills give without a learned controller, and what
+untrained skills give. Together they bound what a learned controller can be expected to reach on a task.
+
+- ``random``: a skill drawn uniformly from the skill action space every skill step (seeded per episode);
+- ``untrained``: the same over skills of freshly initialised networks (:func:`untrained_checkpoint`: the skill
+  checkpoint's own training config, seeded with the run's seed, as ``metra-pretrain export --untrained`` builds it);
+- ``zero_shot``: METRA's zero-shot skill towards the task's goal, ``goal_skill(s, g)``, re-computed every skill
+  step; ``g`` is the current pretraining observation with its position replaced by the goal's (:func:`goal_position`);
+- ``zero_shot_every_step``: the same re-computed every low-level step, as the paper's zero-shot goal reaching does
+  (the skill env with K = 1 over the same 200 low-level steps);
+- ``lookahead``: every skill step, simulate each of ``n_candidates`` skills for K steps from the current state
+  (:meth:`metra_gym.SkillEnv.save_state`: MuJoCo's integration state and the task's own state, restored after each)
+  and run the best. Best = the highest task reward over the K steps; ties, which sparse rewards make the rule (no
+  candidate reaches the goal within K steps), go to the most progress (:func:`progress`: the smallest distance to
+  the goal after the K steps; on the hurdles the furthest x). Candidates: every skill (discrete skills), 16 unit
+  vectors evenly spread on the circle (2-d unit skills), else ``n_candidates`` draws from the prior (seeded).
+  Greedy over one skill step: it does not plan two skills ahead, and it sees the future the task will draw (a new
+  goal after one is reached) only as far as the K simulated steps.
+
+On the hurdle task the goal is a point one hurdle spacing past the next hurdle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from metra_gym.registration import SKILLS_PER_EPISODE
+from metra_gym.skill_priors import UNIT
+from pretrain.downstream.evaluation import evaluation_seeds, run_episodes
+from pretrain.downstream.protocol import checkpoint_config, skill_env, task
+
+N_CANDIDATES = 16
+
+
+def goal_position(task_env: Any) -> np.ndarray:
+    """The task's goal as coordinates (``task_env.coordinates()``'s shape): the goal (Ant and DMC robots: x-y;
+    HalfCheetah: x), or one spacing past the next hurdle."""
+    if hasattr(task_env, "hurdles"):
+        return np.array([task_env.next_hurdle_x() + task_env.spacing])
+    if hasattr(task_env, "goal"):
+        return np.atleast_1d(np.asarray(task_env.goal, dtype=np.float64))
+    raise TypeError(f"{type(task_env).__name__} has no goal: not a downstream task env")
+
+
+def progress(task_env: Any) -> float:
+    """Higher is closer to done: minus the distance to the goal (goal tasks), or the x reached (hurdles)."""
+    if hasattr(task_env, "hurdles"):
+        return float(task_env.coordinates()[0])
+    return -float(np.linalg.norm(task_env.coordinates() - goal_position(task_env)))
+
+
+def goal_observation(env: Any, obs: np.ndarray) -> np.ndarray:
+    """The goal state for ``goal_skill``: the pretraining part of ``obs`` with the position (its first entries, as in
+    every metra-gym robot's observation) replaced by the goal's."""
+    task_env = env.env.unwrapped
+    goal = goal_position(task_env)
+    state = np.array(obs[:env.policy_obs_dim], dtype=np.float64)
+    state[:len(goal)] = goal
+    return state
+
+
+def as_action(env: Any, z: np.ndarray) -> Any:
+    """A skill as the skill env's action: the index of a one-hot (discrete), else the vector."""
+    return int(np.argmax(z)) if env.policy.discrete else np.asarray(z, dtype=np.float32)
+
+
+class RandomSkills:
+    """A uniform draw from the skill action space every skill step."""
+
+    def __init__(self, env: Any) -> None:
+        self.space = env.action_space
+
+    def reset(self, seed: int) -> None:
+        self.space.seed(seed)
+
+    def __call__(self, env: Any, obs: np.ndarray) -> Any:
+        return self.space.sample()
+
+
+class ZeroShot:
+    """``goal_skill(s, g)`` towards the task's goal (module docstring)."""
+
+    def reset(self, seed: int) -> None:
+        pass
+
+    def __call__(self, env: Any, obs: np.ndarray) -> Any:
+        state = np.asarray(obs[:env.policy_obs_dim], dtype=np.float64)
+        try:
+            z = env.policy.goal_skill(state, goal_observation(env, obs))
+        except ValueError:  # phi(g) == phi(s): at the goal already; any skill will do
+            z = np.eye(env.policy.skill_dim, dtype=np.float32)[0]
+        return as_action(env, z)
+
+
+class LookAhead:
+    """Simulate candidate skills on the env's saved state and run the best (module docstring).
+
+    :param n_candidates: continuous skills tried per skill step (discrete: every skill).
+    """
+
+    def __init__(self, n_candidates: int = N_CANDIDATES) -> None:
+        self.n_candidates = n_candidates
+        self.rng = np.random.default_rng(0)
+
+    def reset(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def candidates(self, env: Any) -> list[Any]:
+        policy, n = env.policy, self.n_candidates
+        if policy.discrete:
+            return list(range(policy.skill_dim))
+        if policy.skill_prior == UNIT and policy.skill_dim == 2:
+            angles = 2 * np.pi * np.arange(n) / n
+            return [np.array([np.cos(a), np.sin(a)], dtype=np.float32) for a in angles]
+        if policy.skill_prior == UNIT:
+            draws = self.rng.standard_normal((n, policy.skill_dim))
+            return [(v / np.linalg.norm(v)).astype(np.float32) for v in draws]
+        space = env.action_space  # the other priors: uniform over the skill action space's box
+        return [self.rng.uniform(space.low, space.high).astype(np.float32) for _ in range(n)]
+
+    def score(self, env: Any, action: Any) -> tuple[float, float]:
+        """(task reward over the skill, progress after it) of running ``action`` from the current state."""
+        state = env.save_state()
+        _, reward, *_ = env.step(action)
+        value = (float(reward), progress(env.env.unwrapped))
+        env.restore_state(state)
+        return value
+
+    def __call__(self, env: Any, obs: np.ndarray) -> Any:
+        candidates = self.candidates(env)
+        scores = [self.score(env, action) for action in candidates]
+        return candidates[max(range(len(candidates)), key=lambda i: scores[i])]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference controller: which controller, over which skills, re-computed how often.
+
+    :param controller: ``"random"``, ``"zero_shot"`` or ``"lookahead"``.
+    :param untrained_skills: over freshly initialised skills (:func:`untrained_checkpoint`).
+    :param every_step: choose a skill every low-level step (K = 1) over the same episode length.
+    """
+
+    controller: str
+    untrained_skills: bool = False
+    every_step: bool = False
+
+
+REFERENCES: dict[str, Reference] = {
+    "random": Reference("random"),
+    "untrained": Reference("random", untrained_skills=True),
+    "zero_shot": Reference("zero_shot"),
+    "zero_shot_every_step": Reference("zero_shot", every_step=True),
+    "lookahead": Reference("lookahead"),
+}
+# The references a learned controller is measured against for "within 20 % of the better reference".
+BEST_OF = ("zero_shot", "zero_shot_every_step", "lookahead")
+
+
+def reference(name: str) -> Reference:
+    if name not in REFERENCES:
+        raise ValueError(f"unknown reference controller {name!r}; choose one of {sorted(REFERENCES)}")
+    return REFERENCES[name]
+
+
+def make_controller(name: str, env: Any) -> Callable[[Any, np.ndarray], Any]:
+    kind = reference(name).controller
+    if kind == "random":
+        return RandomSkills(env)
+    return ZeroShot() if kind == "zero_shot" else LookAhead()
+
+
+def untrained_checkpoint(task_name: str, seed: int, cache: Path) -> str:
+    """A skill checkpoint of untrained networks shaped as the task's bundled skills (their recorded training config,
+    seeded with ``seed``), written once under ``cache``."""
+    from pretrain.export import export_untrained
+    from pretrain.run.config import build_config, without_other_algorithms
+
+    out = Path(cache) / f"{task_name}-untrained-seed={seed}"
+    if not (out / "config.json").is_file():
+        recorded = checkpoint_config(task_name, None)["provenance"]["config"]
+        export_untrained(build_config(without_other_algorithms({**recorded, "seed": seed})), out, force=True)
+    return str(out)
+
+
+def reference_returns(task_name: str, name: str, seed: int, episodes: int, cache: Path,
+                      checkpoint: str | None = None) -> list[float]:
+    """The returns of a reference controller on a seed's evaluation episodes (:func:`evaluation_seeds`).
+
+    :param cache: where untrained skill checkpoints are written.
+    :param checkpoint: the trained skills (default: the task's bundled ones).
+    """
+    spec = reference(name)
+    if spec.untrained_skills:
+        checkpoint = untrained_checkpoint(task_name, seed, cache)
+    kwargs: dict[str, Any] = {}
+    if spec.every_step:
+        import gymnasium as gym
+
+        skill_steps = gym.spec(task(task_name).skill_id).kwargs.get("skill_steps")
+        if skill_steps is None:
+            from metra_gym.registration import SKILL_STEPS as skill_steps
+        kwargs = {"skill_steps": 1, "max_episode_steps": skill_steps * SKILLS_PER_EPISODE}
+    env = skill_env(task_name, checkpoint, **kwargs)
+    controller = make_controller(name, env.unwrapped)
+    try:
+        return run_episodes(env, lambda obs: controller(env.unwrapped, obs), evaluation_seeds(seed, episodes),
+                            on_reset=controller.reset)
+    finally:
+        env.close()

@@ -1,0 +1,202 @@
+"""One downstream run: a learned agent trained for a budget of low-level steps and evaluated as it goes, or a
+reference controller evaluated once; its result is one JSON file, written atomically after every evaluation.
+
+Agents: ``controller`` (the high-level controller over the task's skills, under a protocol), ``flat`` (SAC on the
+low-level task, under a protocol), and the reference controllers of :mod:`pretrain.downstream.reference`. Budgets
+count low-level steps for every agent (a controller step counts its skill's K, whether or not the episode ended
+within the skill). A learned run is evaluated before any update on ``final_episodes`` episodes (the untrained
+controller), every ``eval_every`` low-level steps on the first ``eval_episodes`` of them, and at the end on all
+``final_episodes``; a reference controller on the ``final_episodes`` episodes (the same ones:
+:func:`~pretrain.downstream.evaluation.evaluation_seeds`).
+
+A run is the unit of resumption: a finished file is never run again; a run interrupted before its end starts again
+from the beginning (about half an hour at the default budgets; :mod:`pretrain.downstream.sweep`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pretrain.downstream.reference import REFERENCES
+
+LEARNED = ("controller", "flat")
+AGENTS = (*LEARNED, *REFERENCES)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run.
+
+    :param task: a task of :data:`~pretrain.downstream.protocol.TASKS`.
+    :param agent: ``controller``, ``flat`` or a reference controller's name.
+    :param seed: the run's seed (training, and which evaluation episodes).
+    :param protocol: the protocol of a learned agent (None for a reference controller).
+    :param steps: the low-level budget of a learned agent (0 for a reference controller).
+    :param eval_every: low-level steps between evaluations of a learned agent.
+    :param eval_episodes: episodes of an evaluation during training.
+    :param final_episodes: episodes of the first and last evaluations (and of a reference controller's).
+    :param checkpoint: skills other than the task's bundled ones.
+    """
+
+    task: str
+    agent: str
+    seed: int
+    protocol: str | None = None
+    steps: int = 0
+    eval_every: int = 0
+    eval_episodes: int = 10
+    final_episodes: int = 50
+    checkpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        from pretrain.downstream.protocol import protocol, task
+
+        task(self.task)
+        if self.agent not in AGENTS:
+            raise ValueError(f"unknown downstream agent {self.agent!r}; choose one of {', '.join(AGENTS)}")
+        if self.agent in LEARNED:
+            protocol(self.protocol or "")
+            if self.steps <= 0 or self.eval_every <= 0:
+                raise ValueError(f"a {self.agent} run needs steps > 0 and eval_every > 0, got {self.steps} and "
+                                 f"{self.eval_every}")
+        elif self.protocol is not None or self.steps:
+            raise ValueError(f"the reference controller {self.agent!r} is not trained: give no protocol or steps")
+        if not 1 <= self.eval_episodes <= self.final_episodes:
+            raise ValueError(f"need 1 <= eval_episodes <= final_episodes, got {self.eval_episodes} and "
+                             f"{self.final_episodes}")
+
+    @property
+    def name(self) -> str:
+        """The run's file name (without ``.json``), e.g. ``ant_multigoals-controller-paper-seed=0``."""
+        middle = f"{self.agent}-{self.protocol}" if self.protocol else self.agent
+        return f"{self.task}-{middle}-seed={self.seed}"
+
+    def settings(self) -> dict[str, Any]:
+        """What makes two runs the same run (a finished file of other settings is not this run's)."""
+        return asdict(self)
+
+
+def write_atomic(path: Path, row: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(row, indent=1))
+    tmp.replace(path)
+
+
+def read_run(path: Path) -> dict[str, Any] | None:
+    """A run file, or None when it is missing or unreadable (a run killed while writing leaves only its ``.tmp``)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def is_finished(path: Path, spec: RunSpec) -> bool:
+    row = read_run(path)
+    return bool(row and row.get("finished") and row.get("settings") == spec.settings())
+
+
+def _summary(returns: list[float]) -> dict[str, Any]:
+    return {"mean": float(np.mean(returns)), "returns": [round(float(r), 4) for r in returns]}
+
+
+def _skills_digest(spec: RunSpec) -> str:
+    from pretrain.downstream.protocol import checkpoint_config
+
+    return checkpoint_config(spec.task, spec.checkpoint)["weights_sha256"][:12]
+
+
+def run(spec: RunSpec, out: Path, cache: Path | None = None) -> dict[str, Any]:
+    """Do one run and write ``out/<name>.json``; returns its contents.
+
+    :param out: the folder of run files.
+    :param cache: where untrained skill checkpoints go (default: ``out/untrained_skills``).
+    """
+    import torch
+
+    torch.set_num_threads(1)  # one run per core
+    out = Path(out)
+    path = out / f"{spec.name}.json"
+    row: dict[str, Any] = {"settings": spec.settings(), "task": spec.task, "agent": spec.agent,
+                           "protocol": spec.protocol, "seed": spec.seed, "finished": False,
+                           "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                           "writer": {"host": platform.node(), "pid": os.getpid()}}
+    if spec.agent != "flat":
+        row["skills_sha256"] = _skills_digest(spec)
+    start = time.time()
+    if spec.agent in REFERENCES:
+        from pretrain.downstream.reference import reference_returns
+
+        returns = reference_returns(spec.task, spec.agent, spec.seed, spec.final_episodes,
+                                    cache or out / "untrained_skills", spec.checkpoint)
+        row.update(final=_summary(returns), finished=True, seconds=round(time.time() - start, 1))
+        write_atomic(path, row)
+        return row
+    return _train(spec, path, row, start)
+
+
+def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float) -> dict[str, Any]:
+    import gymnasium as gym
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from pretrain.downstream.evaluation import agent_returns, evaluation_seeds
+    from pretrain.downstream.protocol import (
+        SACSettings,
+        checkpoint_config,
+        controller_env,
+        flat_agent,
+        hierarchical_agent,
+        task,
+    )
+
+    controller = spec.agent == "controller"
+    if controller:
+        agent = hierarchical_agent(spec.task, spec.seed, spec.checkpoint, protocol_name=spec.protocol)
+        eval_env = controller_env(spec.task, spec.checkpoint, spec.protocol)
+        scale = int(eval_env.unwrapped.skill_steps)
+    else:
+        agent, eval_env, scale = flat_agent(spec.task, spec.seed, spec.protocol), gym.make(task(spec.task).low_level_id), 1
+    row.update(algorithm=type(agent).__name__, low_level_steps_per_agent_step=scale, points=[],
+               pretraining_settings=SACSettings.of_checkpoint(checkpoint_config(spec.task, spec.checkpoint)).as_dict())
+    seeds = evaluation_seeds(spec.seed, spec.final_episodes)
+
+    def write() -> None:
+        row["seconds"] = round(time.time() - start, 1)
+        write_atomic(path, row)
+
+    class Curve(BaseCallback):
+        """Evaluate every ``eval_every`` low-level steps (the first evaluation: the untrained controller)."""
+
+        def _on_training_start(self) -> None:
+            returns = agent_returns(self.model, eval_env, seeds)
+            row["untrained_controller"] = _summary(returns)
+            row["points"].append((0, float(np.mean(returns[:spec.eval_episodes]))))
+            self.next_eval = spec.eval_every
+            write()
+
+        def _on_step(self) -> bool:
+            steps = self.model.num_timesteps * scale
+            if steps >= self.next_eval and steps < spec.steps:
+                returns = agent_returns(self.model, eval_env, seeds[:spec.eval_episodes])
+                row["points"].append((steps, float(np.mean(returns))))
+                self.next_eval += spec.eval_every
+                write()
+            return True
+
+    agent.learn(-(-spec.steps // scale), callback=Curve())
+    returns = agent_returns(agent, eval_env, seeds)
+    steps = agent.num_timesteps * scale
+    row["final"] = {**_summary(returns), "steps": steps}
+    row["points"].append((steps, float(np.mean(returns[:spec.eval_episodes]))))
+    row["finished"] = True
+    write()
+    eval_env.close()
+    return row

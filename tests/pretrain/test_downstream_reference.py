@@ -1,0 +1,99 @@
+"""The reference controllers of the downstream tasks, and the state save / restore the look-ahead plans with."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from pretrain.downstream.evaluation import evaluation_seeds, run_episodes
+from pretrain.downstream.reference import (
+    LookAhead,
+    RandomSkills,
+    ZeroShot,
+    goal_observation,
+    reference_returns,
+    untrained_checkpoint,
+)
+
+
+def episodes(env, controller, seeds):
+    return run_episodes(env, lambda obs: controller(env.unwrapped, obs), seeds, on_reset=controller.reset)
+
+
+def test_the_lookahead_reaches_goals_a_skill_can_reach_and_beats_random_skills():
+    """A case with a known answer: HalfCheetahGoal with goals within 15 m (radius 3) and the bundled skills, some of
+    which run 15 m within 8 skills of 25 steps. Simulating every skill from the current state finds one that gets
+    closer each skill step, so the look-ahead reaches every goal (return 10); random skills seldom do."""
+    env = gym.make("metra/HalfCheetahGoalSkills-v0", env_kwargs={"goal_range": 15.0})
+    seeds = evaluation_seeds(0, 6)
+    lookahead = episodes(env, LookAhead(), seeds)
+    random = episodes(env, RandomSkills(env.unwrapped), seeds)
+    env.close()
+    assert lookahead == [10.0] * len(seeds)
+    assert np.mean(random) <= 5.0
+
+
+@pytest.mark.parametrize("skill_id", ["metra/AntMultiGoalsSkills-v0", "metra/HalfCheetahHurdleSkills-v0",
+                                      "metra/QuadrupedGoalSkills-v0"])
+def test_a_restored_state_repeats_the_same_future(skill_id):
+    """Skills tried from a saved state leave no trace: after restoring, the same skills give the same observations,
+    rewards and task events (AntMultiGoals draws a new goal when one is reached: its random generator is restored
+    too)."""
+    env = gym.make(skill_id)
+    env.reset(seed=3)
+    skill_env = env.unwrapped
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(5)]
+    skill_env.step(actions[0])
+    state = skill_env.save_state()
+    first = [skill_env.step(a) for a in actions[1:]]
+    skill_env.restore_state(state)
+    second = [skill_env.step(a) for a in actions[1:]]
+    for (obs, reward, *_, info), (obs2, reward2, *_, info2) in zip(first, second):
+        np.testing.assert_array_equal(obs, obs2)
+        assert reward == reward2
+        np.testing.assert_array_equal(info.get("goal", 0.0), info2.get("goal", 0.0))
+    env.close()
+
+
+def test_the_zero_shot_goal_state_is_the_state_with_the_goals_position():
+    env = gym.make("metra/AntMultiGoalsSkills-v0")
+    obs, _ = env.reset(seed=0)
+    skill_env = env.unwrapped
+    goal_state = goal_observation(skill_env, obs)
+    task_env = skill_env.env.unwrapped
+    np.testing.assert_allclose(goal_state[:2], task_env.goal)
+    np.testing.assert_allclose(goal_state[2:], obs[2:29])
+    z = ZeroShot()(skill_env, obs)
+    np.testing.assert_allclose(z, skill_env.policy.goal_skill(obs[:29], goal_state), rtol=1e-6)
+    env.close()
+
+
+def test_zero_shot_every_step_chooses_a_skill_every_low_level_step(monkeypatch):
+    """The paper's zero-shot procedure: z re-computed every low-level step (K = 1) over the same 200 steps."""
+    calls = []
+    original = ZeroShot.__call__
+
+    def counting(self, env, obs):
+        calls.append(env.skill_steps)
+        return original(self, env, obs)
+
+    monkeypatch.setattr(ZeroShot, "__call__", counting)
+    returns = reference_returns("cheetah_hurdle", "zero_shot_every_step", 0, 1, cache=None)
+    assert len(returns) == 1 and set(calls) == {1} and len(calls) == 200
+    calls.clear()
+    reference_returns("cheetah_hurdle", "zero_shot", 0, 1, cache=None)
+    assert set(calls) == {25} and len(calls) == 8
+
+
+def test_untrained_skills_have_the_bundled_skills_shape_and_fresh_weights(tmp_path):
+    from metra_gym.skill_policy import SkillPolicy
+
+    path = untrained_checkpoint("cheetah_goal", 3, tmp_path)
+    assert untrained_checkpoint("cheetah_goal", 3, tmp_path) == path  # written once
+    untrained, trained = SkillPolicy.from_pretrained(path), SkillPolicy.from_pretrained("half_cheetah")
+    assert (untrained.obs_dim, untrained.skill_dim, untrained.discrete) == (trained.obs_dim, 16, True)
+    obs = np.zeros((4, 18))
+    z = np.eye(16)[:4]
+    assert not np.allclose(untrained.act(obs, z), trained.act(obs, z))
+    other = SkillPolicy.from_pretrained(untrained_checkpoint("cheetah_goal", 4, tmp_path))
+    assert not np.allclose(other.act(obs, z), untrained.act(obs, z))  # seeded by the run's seed

@@ -1,0 +1,139 @@
+"""Verdicts over seeds of the downstream campaign, its sweep file, and the sweep through Ray."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pretrain.downstream.runs import RunSpec
+from pretrain.downstream.sweep import read_sweep_file
+from pretrain.downstream.verdict import gather, interval, verdicts, write_summary
+from pretrain.run.config import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_run(folder: Path, task: str, agent: str, seed: int, final: float, protocol: str | None = None,
+              untrained: float = 0.0) -> None:
+    row = {"task": task, "agent": agent, "protocol": protocol, "seed": seed, "finished": True,
+           "final": {"mean": final, "returns": [final], "steps": 1000}}
+    if protocol:
+        row.update(points=[(0, untrained), (1000, final)], untrained_controller={"mean": untrained})
+    name = f"{task}-{agent}-{protocol}-seed={seed}" if protocol else f"{task}-{agent}-seed={seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(row))
+
+
+def test_interval_is_the_student_t_interval_of_the_mean():
+    result = interval([1.0, 2.0, 3.0, 4.0])
+    # mean 2.5, sample std 1.291, t(0.975, 3) = 3.182: half-width 3.182 * 1.291 / 2 = 2.054
+    assert result["mean"] == 2.5 and result["high"] - 2.5 == pytest.approx(2.054, abs=1e-3)
+    assert interval([5.0]) == {"mean": 5.0, "low": 5.0, "high": 5.0, "values": [5.0], "seeds": 1}
+
+
+def test_verdicts_compare_unpaired_and_paired_and_measure_the_distance_to_the_better_reference(tmp_path):
+    runs = tmp_path / "runs"
+    trained = [5.0, 6.0, 5.5, 6.5]
+    for seed, value in enumerate(trained):
+        write_run(runs, "ant_multigoals", "controller", seed, value, "paper", untrained=value - 1.0)
+        # Random skills overlap the trained controller unpaired, but every seed is 0.5 below it: paired above 0.
+        write_run(runs, "ant_multigoals", "random", seed, value - 0.5 + (0.01 * seed))
+        write_run(runs, "ant_multigoals", "untrained", seed, 1.0 + 0.1 * seed)
+        write_run(runs, "ant_multigoals", "zero_shot", seed, 6.0)
+        write_run(runs, "ant_multigoals", "lookahead", seed, 7.0 + 0.1 * seed)
+    entry = verdicts(gather([runs]))["ant_multigoals"]["paper"]
+    assert entry["trained"]["mean"] == pytest.approx(5.75)
+    random = entry["against"]["random"]
+    assert not random["separated"] and random["paired_separated"]
+    assert random["paired_difference"]["mean"] == pytest.approx(0.5 - 0.015)
+    assert entry["against"]["untrained"]["separated"] and entry["against"]["untrained"]["paired_separated"]
+    assert entry["against"]["untrained_controller"]["paired_difference"]["mean"] == pytest.approx(1.0)
+    best = entry["best_reference"]
+    assert best["name"] == "lookahead" and best["ratio"] == pytest.approx(5.75 / 7.15)
+    assert best["within_20_percent"] is True  # 0.804
+    assert entry["targets"] == {"above_random_skills": False, "above_untrained_skills": True,
+                                "within_20_percent_of_the_better_reference": True}
+    assert "flat" not in entry["against"]  # not run: not judged
+
+
+def test_the_summary_reads_the_v03_benchmarks_files_as_protocol_v03(tmp_path):
+    old = {"task": "cheetah_goal", "agent": "hierarchical", "seed": 0, "points": [[0, 2.0], [102400, 7.0]],
+           "episodes": [50, 50]}
+    (tmp_path / "cheetah_goal-hierarchical-s0.json").write_text(json.dumps(old))
+    (tmp_path / "cheetah_goal-flat-s0.json").write_text(json.dumps({**old, "agent": "flat", "points": [[0, 0.0]]}))
+    results = gather([tmp_path])
+    assert set(results["cheetah_goal"]) == {"controller/v0.3", "flat/v0.3"}
+    entry = verdicts(results)["cheetah_goal"]["v0.3"]
+    assert entry["trained"]["mean"] == 7.0 and entry["steps"] == [102400]
+    assert entry["against"]["untrained_controller"]["other"]["mean"] == 2.0
+    summary = write_summary([tmp_path], tmp_path / "out")
+    assert "| cheetah_goal | v0.3 | 1 | 7.00" in summary["table"]
+    assert (tmp_path / "out" / "figure.png").stat().st_size > 0
+
+
+SWEEP = """
+seeds: [0, 1]
+tasks: {ant_multigoals: 5000, cheetah_goal: 6000}
+agents: {controller: [paper], references: [random, lookahead]}
+eval_every: 2500
+"""
+
+
+def test_a_sweep_file_lists_references_first_then_learned_runs_seed_by_seed(tmp_path):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(SWEEP)
+    specs = read_sweep_file(path)
+    assert [s.name for s in specs[:2]] == ["ant_multigoals-random-seed=0", "ant_multigoals-lookahead-seed=0"]
+    assert all(s.agent in ("random", "lookahead") for s in specs[:8]) and len(specs) == 12
+    learned = specs[8:]
+    assert [(s.task, s.seed, s.steps) for s in learned] == [("ant_multigoals", 0, 5000), ("cheetah_goal", 0, 6000),
+                                                             ("ant_multigoals", 1, 5000), ("cheetah_goal", 1, 6000)]
+    small = read_sweep_file(path, {"steps": 100, "final_episodes": 3, "eval_every": 50, "eval_episodes": None})
+    assert {s.steps for s in small if s.protocol} == {100} and {s.final_episodes for s in small} == {3}
+    assert read_sweep_file(ROOT / "benchmarks" / "downstream.yaml")  # the campaign's file reads
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("seeds: [0]\ntasks: {ant: 10}\nagents: {controller: [paper]}", "unknown task 'ant'"),
+    ("seeds: [0]\ntasks: {ant_multigoals: 10}\nagents: {controller: [paper2]}", "agents.controller must list some"),
+    ("seeds: [0, 0]\ntasks: {ant_multigoals: 10}\nagents: {controller: [paper]}", "distinct integers"),
+    ("seeds: [0]\ntasks: {ant_multigoals: 10}\nagents: {flat: [paper]}\nepochs: 3", "unknown key 'epochs'"),
+    ("seeds: [0]\ntasks: {ant_multigoals: -1}\nagents: {flat: [paper]}", "tasks.ant_multigoals must be a positive"),
+])
+def test_bad_sweep_files_are_one_clear_error(tmp_path, text, message):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        read_sweep_file(path)
+
+
+def test_a_reference_run_takes_no_budget():
+    with pytest.raises(ValueError, match="is not trained: give no protocol or steps"):
+        RunSpec("ant_multigoals", "lookahead", 0, "paper")
+    with pytest.raises(ValueError, match="needs steps > 0"):
+        RunSpec("ant_multigoals", "controller", 0, "paper")
+
+
+@pytest.mark.slow
+def test_the_sweep_runs_through_ray_and_a_second_call_runs_only_what_is_not_finished(tmp_path):
+    """Tiny budgets: two reference runs and one learned run; then again with a learned run added."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text("seeds: [0]\ntasks: {cheetah_hurdle: 200}\nagents: {controller: [v0.3], references: [random]}\n"
+                    "eval_every: 100\neval_episodes: 1\nfinal_episodes: 2\n")
+    root = tmp_path / "root"
+    command = [sys.executable, str(ROOT / "benchmarks" / "downstream.py"), "sweep", str(path), "--run-root", str(root)]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "2 run(s)" in first.stdout and "0 finished, 2 to run" in first.stdout
+    runs = sorted(p.name for p in (root / "runs").glob("*.json"))
+    assert runs == ["cheetah_hurdle-controller-v0.3-seed=0.json", "cheetah_hurdle-random-seed=0.json"]
+    before = {p: p.stat().st_mtime_ns for p in (root / "runs").glob("*.json")}
+    path.write_text(path.read_text().replace("agents: {controller: [v0.3]", "agents: {controller: [v0.3, paper]"))
+    second = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "2 finished, 1 to run" in second.stdout
+    assert {p: p.stat().st_mtime_ns for p in before} == before  # finished runs untouched
+    row = json.loads((root / "runs" / "cheetah_hurdle-controller-paper-seed=0.json").read_text())
+    assert row["finished"] and row["algorithm"] == "PPO" and len(row["final"]["returns"]) == 2
