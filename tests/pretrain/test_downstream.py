@@ -38,8 +38,8 @@ def test_goal_controllers_see_the_task_information_only():
 def test_the_quadruped_goal_controller_sees_the_goal_relative_to_the_torso(tmp_path):
     """On untrained state-Quadruped skills (the bundled ones are trained in a campaign): 4 continuous skills, the
     controller's observation the goal minus the torso's x-y."""
+    from pretrain.config import load_config
     from pretrain.export import export_untrained
-    from pretrain.run.config import load_config
 
     checkpoint = export_untrained(load_config("quadruped_state", ["net_width=32"]), tmp_path / "skills")
     env = controller_env("quadruped_goal", checkpoint=str(checkpoint))

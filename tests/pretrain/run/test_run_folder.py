@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import yaml
 
+from metra_gym.atomic_files import write_text_atomic
 from pretrain.cli import main
+from pretrain.config import ConfigError, PretrainConfig, load_config
 from pretrain.run import run_state
-from pretrain.run.config import ConfigError, PretrainConfig, load_config
-from pretrain.run.run_config import read_run_config
-from pretrain.run.run_state import ResumeError, RunFolderLock, write_text_atomic
+from pretrain.run.run_config import check_config_unchanged, read_run_config, save_config
+from pretrain.run.run_state import ResumeError, RunFolderLock
 from pretrain.run.trainer import train
 
 TINY = ["net_width=16", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_skills=4", "gradient_steps=5",
@@ -72,13 +73,14 @@ def test_a_config_yaml_edited_after_the_start_is_refused_by_resume_and_export(ru
 
 
 def test_keys_a_resume_may_change_are_not_compared(run):
-    """config.yaml records a resume's --set values as soon as it starts, before its first save."""
+    """config.yaml records a resume's --set values as soon as it starts, before its first save (as metra-pretrain
+    writes it: an edit by hand is refused, tests/pretrain/run/test_run_folder_edits.py)."""
     state = json.loads((run / "run_state" / "latest" / "state.json").read_text())
     assert state["config"]["epochs"] == 1
-    _edit_config(run, epochs=5, learning_rate=3e-4)
-    run_state.check_config_unchanged(state, read_run_config(run).to_dict(), run, ["epochs", "learning_rate"])
+    save_config(read_run_config(run, {"epochs": 5, "learning_rate": 3e-4}), run)
+    check_config_unchanged(state["config"], read_run_config(run).to_dict(), run, ["epochs", "learning_rate"])
     with pytest.raises(ResumeError, match=r"epochs \(config.yaml 5, run state 1\)"):
-        run_state.check_config_unchanged(state, read_run_config(run).to_dict(), run, ["learning_rate"])
+        check_config_unchanged(state["config"], read_run_config(run).to_dict(), run, ["learning_rate"])
 
 
 # --- the first save, killed or stopped by a full disk ----------------------------------------------------------------
@@ -201,7 +203,7 @@ def test_a_runs_files_get_the_usual_modes_for_the_umask(finished_run):
 @pytest.mark.parametrize(("umask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750),
                                                                  (0o077, 0o600, 0o700)])
 def test_temporary_files_and_folders_get_the_modes_the_umask_gives(tmp_path, umask, file_mode, folder_mode):
-    from pretrain.export import write_checkpoint
+    from metra_gym.skill_checkpoint.writer import write_checkpoint
 
     previous = os.umask(umask)
     try:
@@ -262,7 +264,7 @@ def test_a_run_saved_before_another_algorithms_default_changed_still_resumes(run
     state = json.loads(state_file.read_text())
     state["config"]["cic_knn_k"] = 12
     state_file.write_text(json.dumps(state))
-    run_state.check_config_unchanged(state, read_run_config(run).to_dict(), run)  # no error
+    check_config_unchanged(state["config"], read_run_config(run).to_dict(), run)  # no error
     _edit_config(run, cic_knn_k=5)
     with pytest.raises(ConfigError, match="'cic_knn_k' is an option of algo cic, but algo is 'metra'"):
         read_run_config(run)
