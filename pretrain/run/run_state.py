@@ -382,14 +382,6 @@ def load_run_state(folder: Path, state: dict[str, Any], model, tracker: Coverage
     :param state: its state.json, checked (:func:`verify_files`).
     :raises ResumeError: for RNG states that cannot be restored.
     """
-    if (folder / REPLAY_META).is_file():
-        model.replay_buffer = load_replay(folder, model.device)
-    else:
-        warnings.warn(f"{folder} holds no replay buffer (the run was saved with save_replay_buffer=false): the resumed "
-                      "run trains on an empty buffer that refills from now on, so it does not continue exactly as "
-                      "the uninterrupted run would", ResumeWarning, stacklevel=2)
-    with np.load(folder / "coverage.npz") as data:
-        tracker.load_state(dict(data))
     # The vec env itself, under SB3's wrappers (an image run's VecTransposeImage keeps seeds of its own).
     venv = model.get_env().unwrapped
     try:
@@ -403,6 +395,14 @@ def load_run_state(folder: Path, state: dict[str, Any], model, tracker: Coverage
         model.action_space.np_random.bit_generator.state = state["action_space_rng"]
     except (ValueError, TypeError, KeyError, RuntimeError) as error:
         raise _damaged(folder, f"an RNG state cannot be restored: {error}") from None
+    if (folder / REPLAY_META).is_file():
+        model.replay_buffer = load_replay(folder, model.device)
+    else:
+        warnings.warn(f"{folder} holds no replay buffer (the run was saved with save_replay_buffer=false): the resumed "
+                      "run trains on an empty buffer that refills from now on, so it does not continue exactly as "
+                      "the uninterrupted run would", ResumeWarning, stacklevel=2)
+    with np.load(folder / "coverage.npz") as data:
+        tracker.load_state(dict(data))
     venv._reset_seeds()  # drop the seeds SB3's load queued for the next reset
     model._last_obs = None  # so that learn() runs the pending reset
     if model.collector is not None and state.get("collector") is not None:

@@ -29,6 +29,11 @@ def _run(args, capsys):
     (["--set", "epochs"], "must look like key=value"),
     (["--set", "n_envs=two"], "'n_envs' must be int"),
     (["--config", "cheetah"], "unknown config 'cheetah'"),
+    (["--config", "/dev/null"], "config '/dev/null' is empty; give a YAML mapping of config keys to values"),
+    (["--set", "env_id="], "config key 'env_id' must be str, got nothing (null); give a value or leave the key out"),
+    (["--set", "env_id=''"], "env_id must be a Gymnasium environment id (e.g. metra/Ant-v0, or package.module:Env-v0), "
+                             "got ''"),
+    (["--set", "epochs="], "config key 'epochs' must be int, got nothing (null)"),
     (["--set", "learning_rate=-1"], "learning_rate must be a finite number in (0, inf), got -1.0"),
     (["--set", "learning_rate=nan"], "learning_rate must be a finite number in (0, inf), got nan"),
     (["--set", "gamma=2"], "gamma must be a finite number in (0, 1], got 2.0"),
