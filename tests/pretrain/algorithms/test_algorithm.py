@@ -141,24 +141,26 @@ def test_load_conditions_a_plain_env_with_the_saved_skill_space_from_a_path_or_a
 
 def test_a_model_built_in_python_trains_what_the_cli_trains_from_the_default_config(tmp_path):
     """``METRA("MlpPolicy", env_id)`` and ``metra-pretrain train`` on a config that names only the environment, with
-    the same seed and the same few changes (given in each one's words): the same environments (8 copies of 200-step
-    episodes, the environment's preset normaliser), the same transitions and the same updates, epoch after epoch."""
+    the same seed and the same few changes (given in each one's words): the same environments (8 copies of episodes
+    of the length asked, not the id's own 200 steps; the environment's preset normaliser), the same transitions and
+    the same updates, epoch after epoch."""
     (tmp_path / "cheetah.yaml").write_text("env_id: metra/HalfCheetah-v0\n")
     run = tmp_path / "run"
-    epochs, steps = 3, 8 * 200  # updates in epochs 2 and 3
+    epochs, steps = 3, 8 * 100  # updates in epochs 2 and 3
     assert main(["train", "--no-progress", "--config", str(tmp_path / "cheetah.yaml"), "--run-dir", str(run),
-                 "--set", f"epochs={epochs}", "--set", f"learning_starts={steps}", "--set", "gradient_steps=4",
+                 "--set", f"epochs={epochs}", "--set", "episode_steps=100", "--set", f"learning_starts={steps}",
+                 "--set", "gradient_steps=4",
                  "--set", "net_width=32", "--set", "torch_threads=1", "--set", "eval_skills=2",
                  "--set", "save_every=1"]) == 0
     by_cli = METRA.load(run / "run_state" / "latest" / "model.zip")
     by_cli.load_replay_buffer(run / "run_state" / "latest")
 
-    in_python = METRA("MlpPolicy", "metra/HalfCheetah-v0", seed=0, learning_starts=steps, gradient_steps=4,
-                      policy_kwargs={"net_arch": [32, 32]})
+    in_python = METRA("MlpPolicy", "metra/HalfCheetah-v0", seed=0, episode_steps=100, learning_starts=steps,
+                      gradient_steps=4, policy_kwargs={"net_arch": [32, 32]})
     venv = in_python.get_env()
     assert (venv.num_envs, venv.get_attr("normalizer_name")[0], in_python.normalizer) == (8, "half_cheetah",
                                                                                           "half_cheetah")
-    assert venv.get_attr("spec")[0].max_episode_steps == 200 and venv.get_attr("skill_prior")[0] == "unit"
+    assert venv.get_attr("spec")[0].max_episode_steps == 100 and venv.get_attr("skill_prior")[0] == "unit"
     in_python.learn(epochs * steps)
 
     assert by_cli.num_timesteps == in_python.num_timesteps == epochs * steps
