@@ -23,13 +23,13 @@ import numpy as np
 import torch as th
 from measurements import append_measurement
 
-from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
-from pretrain.export import export_model
-from pretrain.run.callbacks import EpochCallback
-from pretrain.run.config import load_config
+from pretrain.algorithms.common.replay_segments import save_replay
+from pretrain.algorithms.common.skill_export import export_model
+from pretrain.config import load_config
+from pretrain.run.callbacks import Clock, Evaluation
+from pretrain.run.coverage import CoverageTracker, SkillRollouts
 from pretrain.run.envs import env_factory, training_env
 from pretrain.run.model import build_model
-from pretrain.run.replay_segments import save_replay
 from pretrain.run.run_state import _recorded_files, _sha256, save_run_state
 
 
@@ -81,10 +81,9 @@ def main() -> None:
         fill(model.replay_buffer, args.transitions)
         tracker = CoverageTracker(n_coordinates=2)
         rollouts = SkillRollouts(make, config.eval_skills, config.episode_steps)
-        callback = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, 1, 1, save=lambda e: None)
-        callback.init_callback(model)
+        evaluate = Evaluation(run_dir, rollouts, tracker, Clock(), config.seed, history=[])
         epoch = timed(lambda: model.learn(config.steps_per_epoch, reset_num_timesteps=False), args.repeats)
-        evaluation = timed(lambda: callback.evaluate(1), args.repeats)
+        evaluation = timed(lambda: evaluate(model, 1), args.repeats)
         snapshot = timed(lambda: export_model(model, config, run_dir / "snapshot", {"run": "bookkeeping"}),
                          args.repeats)
         interval = intervals.save_every * config.steps_per_epoch

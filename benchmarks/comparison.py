@@ -36,10 +36,10 @@ if str(ROOT) not in sys.path:
 
 from learning_speed import held_out  # noqa: E402  (benchmarks/ is this script's folder)
 
+from metra_gym.atomic_files import write_json_atomic, write_text_atomic  # noqa: E402
 from metra_gym.skill_checkpoint.format import CheckpointError  # noqa: E402
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED  # noqa: E402
-from pretrain.run.callbacks import read_history  # noqa: E402
-from pretrain.run.run_state import write_json_atomic, write_text_atomic  # noqa: E402
+from pretrain.run.run_folder import read_history  # noqa: E402
 from pretrain.sweep.summary import summarize, write_summary  # noqa: E402
 from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from pretrain.config import ConfigError
     from pretrain.downstream.sweep import read_sweep_file, sweep
-    from pretrain.run.config import ConfigError
     from pretrain.sweep.ray_runner import SweepInterrupted
 
     command = " ".join(["python", *sys.argv])

@@ -24,8 +24,8 @@ from measurements import append_measurement
 from stable_baselines3 import SAC
 
 from pretrain.algorithms.common.policies import SkillSACPolicy
+from pretrain.config import load_config
 from pretrain.run.collector import attach_collector
-from pretrain.run.config import load_config
 from pretrain.run.envs import env_factory, training_env
 from pretrain.run.model import algorithm_class, build_model
 

@@ -203,7 +203,7 @@ def random_coverage(env_kwargs: dict[str, Any], n: int, steps: int, seed: int) -
     import gymnasium as gym
     import numpy as np
 
-    from pretrain.evaluation.coverage import SkillRollouts, coverage
+    from pretrain.run.coverage import SkillRollouts, coverage
 
     kwargs = {**env_kwargs, "obs_type": "state"}
     rollouts = SkillRollouts(lambda: gym.make("metra/Quadruped-v0", max_episode_steps=steps, **kwargs), n, steps)

@@ -25,9 +25,9 @@ import numpy as np  # noqa: E402
 
 from metra_gym.skill_policy import SkillPolicy  # noqa: E402
 from pretrain.algorithms.common.skills import evaluation_skills  # noqa: E402
-from pretrain.evaluation.coverage import coverage  # noqa: E402
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, episode_steps, rollout_observations  # noqa: E402
 from pretrain.project_paths import checkpoint_reference  # noqa: E402
+from pretrain.run.coverage import coverage  # noqa: E402
 
 N_ROLLOUTS = 48
 # The state observation is the torso x-y, then dm_control's flat proprioception in its order: joint angles (21),

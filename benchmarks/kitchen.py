@@ -101,9 +101,9 @@ def random_action_tasks(episodes: int = EPISODES) -> dict:
 
 def untrained_skill_tasks(episodes: int = EPISODES) -> dict:
     """Tasks achieved by the deterministic skills of an untrained ``kitchen_state`` network (the evaluation's)."""
+    from pretrain.config import load_config
     from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
     from pretrain.export import export_untrained
-    from pretrain.run.config import load_config
 
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = export_untrained(load_config("kitchen_state", [f"seed={BASELINE_SEED}"]), Path(tmp) / "untrained")

@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from metra_gym.atomic_files import write_text_atomic
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED
 from pretrain.project_paths import project_path
-from pretrain.run.run_state import write_text_atomic
 
 # Official code, state Ant, 2-D skills, seed 0, one A100 node (shared/metra-reference.md section 5).
 OFFICIAL = [  # (epoch, env steps, hours, policy coverage)

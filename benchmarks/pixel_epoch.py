@@ -31,9 +31,9 @@ import numpy as np
 import torch as th
 from measurements import append_measurement
 
+from pretrain.algorithms.common.device import resolve_device
+from pretrain.config import load_config
 from pretrain.run import model as run_model
-from pretrain.run.config import load_config
-from pretrain.run.device import resolve_device
 from pretrain.run.envs import env_factory, training_env
 
 # Gradient steps per epoch: the pixel config's (the paper's), and the same for its state partner.

@@ -1,4 +1,4 @@
-"""Memory and sampling speed of :class:`pretrain.run.pixel_replay.FrameStackReplayBuffer` against SB3's buffers, for
+"""Memory and sampling speed of :class:`pretrain.algorithms.common.pixel_replay.FrameStackReplayBuffer` against SB3's buffers, for
 pixel METRA's observations: 3 stacked 64 x 64 x 3 uint8 frames (channels-first (9, 64, 64), as SB3 hands them after
 VecTransposeImage) and a skill z, 200-step episodes.
 
@@ -28,7 +28,7 @@ import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
-from pretrain.run.pixel_replay import FrameStackReplayBuffer
+from pretrain.algorithms.common.pixel_replay import FrameStackReplayBuffer
 
 SIZE, STACK, FRAME, SKILL_DIM, ACTION_DIM, EPISODE = 300_000, 3, 64, 4, 12, 200  # Quadruped: 12 actions
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pretrain.evaluation.coverage import SkillRollouts, coverage
+from pretrain.config import load_config
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED
-from pretrain.run.config import load_config
+from pretrain.run.coverage import SkillRollouts, coverage
 from pretrain.run.envs import env_factory
 
 

@@ -33,12 +33,12 @@ import mujoco
 import numpy as np
 import torch
 
+from metra_gym.atomic_files import write_text_atomic
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.coverage import SkillRollouts, coverage
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, check_out_dir, episode_steps
 from pretrain.project_paths import checkpoint_reference
-from pretrain.run.run_state import write_text_atomic
+from pretrain.run.coverage import SkillRollouts, coverage
 
 
 def unlimited_hinges(model: mujoco.MjModel) -> dict[str, int]:

@@ -25,9 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import metra_gym
-from pretrain.export import export_run
-from pretrain.run.config import load_config
-from pretrain.run.trainer import train
+import pretrain
 
 CONFIG = Path(__file__).with_name("swimmer.yaml")
 
@@ -41,12 +39,12 @@ def main() -> None:
     out = Path(args.out)
 
     # 1. Pretrain (what `metra-pretrain train --config examples/swimmer.yaml` runs) and export the skills.
-    config = load_config(str(CONFIG), args.set)
-    result = train(config, out / "run", verbose=0)
+    config = pretrain.load_config(str(CONFIG), args.set)
+    result = pretrain.train(config, out / "run", verbose=0)
     last = result.history[-1]
     print(f"trained {last['epoch']} epochs ({last['env_steps']:,} env steps, {last['wall_clock_s']:.0f} s): "
           f"policy coverage {last['policy_coverage']} bins of 1 m")
-    skills = export_run(out / "run", out / "skills", force=True)
+    skills = pretrain.export_run(out / "run", out / "skills", force=True)
 
     # 2. The skills drive Swimmer-v5 through metra_gym.SkillEnv: one action = one skill for K low-level steps.
     env = metra_gym.SkillEnv(gym.make(config.env_id, **config.env_kwargs), checkpoint=skills, skill_steps=25)

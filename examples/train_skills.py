@@ -3,10 +3,11 @@
     python examples/train_skills.py                       # the point mass, about a CPU-minute
     python examples/train_skills.py --algo lsd --steps 20000
 
-``env`` may be any Gymnasium environment or id with continuous actions; the skill conditioning (one skill z per
-episode, appended to the observation) is added for it. Hyperparameters not given take the values of the training
-configuration (``pretrain/run/config.py``), which the CLI and the sweep build the same classes with:
-``METRA.config_kwargs(load_config("point_mass"))`` gives all of a bundled config's.
+``env`` may be any Gymnasium environment or id with continuous actions; an id is made as ``metra-pretrain train``
+makes it (``n_envs`` copies, ``episode_steps``-step episodes, the environment's normaliser), and the skill
+conditioning (one skill z per episode, appended to the observation) is added. Hyperparameters not given take the
+defaults of the training configuration (``help(METRA)`` lists them), which the CLI and the sweep build the same
+classes with: ``METRA.config_kwargs(pretrain.load_config("point_mass"))`` gives all of a bundled config's.
 """
 
 from __future__ import annotations
@@ -18,21 +19,20 @@ import numpy as np
 from stable_baselines3.common.callbacks import CheckpointCallback
 
 import metra_gym
-from pretrain.algorithms import algorithm_class
-from pretrain.run.config import load_config
+import pretrain
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", default="metra", choices=["metra", "lsd", "diayn", "dads", "cic"])
+    parser.add_argument("--algo", default="metra", choices=pretrain.ALGORITHMS)
     parser.add_argument("--steps", type=int, default=24_000, help="environment steps")
     parser.add_argument("--out", default="train_skills_out", help="folder for the model and the skills")
     args = parser.parse_args()
     out = Path(args.out)
 
     # The bundled point-mass config's hyperparameters (seed and device included), on a plain Gymnasium id.
-    algorithm = algorithm_class(args.algo)  # METRA, LSD, DIAYN, DADS or CIC (on SAC)
-    kwargs = algorithm.config_kwargs(load_config("point_mass", [f"algo={args.algo}"]))
+    algorithm = pretrain.algorithm_class(args.algo)  # METRA, LSD, DIAYN, DADS or CIC (on SAC)
+    kwargs = algorithm.config_kwargs(pretrain.load_config("point_mass", [f"algo={args.algo}"]))
     model = algorithm("MlpPolicy", "metra/PointMass-v0", **kwargs)
     model.learn(args.steps, callback=CheckpointCallback(args.steps // 2, str(out / "checkpoints")))
     model.save(out / "model.zip")

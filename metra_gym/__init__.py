@@ -4,8 +4,7 @@
 """
 
 from metra_gym.registration import register_envs
-
-__version__ = "0.3.0"
+from metra_gym.version import __version__
 
 register_envs()
 

@@ -113,8 +113,12 @@ class SkillPolicy:
 
     def _modules(self) -> list[tuple[str, torch.nn.Module]]:
         """The networks with their weight-name prefixes in model.safetensors."""
-        return ([("actor.", self.actor)] + ([("phi.", self.phi_net)] if self.phi_net is not None else [])
-                + ([("skill_posterior.", self.skill_posterior_net)] if self.skill_posterior_net is not None else []))
+        modules: list[tuple[str, torch.nn.Module]] = [("actor.", self.actor)]
+        if self.phi_net is not None:
+            modules.append(("phi.", self.phi_net))
+        if self.skill_posterior_net is not None:
+            modules.append(("skill_posterior.", self.skill_posterior_net))
+        return modules
 
     def require_phi(self) -> None:
         """Raise :class:`CheckpointError` unless the checkpoint holds phi (METRA and LSD skills do)."""

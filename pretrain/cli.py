@@ -1,18 +1,4 @@
-"""``metra-pretrain``: train METRA, resume a run, evaluate it.
-
-Examples::
-
-    metra-pretrain train --config ant --run-dir runs/ant-s0 --seed 0
-    metra-pretrain train --resume runs/ant-s0                      # continue a killed run
-    metra-pretrain train --resume runs/ant-s0 --set epochs=4000    # ... and train it longer
-    metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
-    metra-pretrain export runs/ant-s0 skills/ant                     # pickle-free skill checkpoint
-    metra-pretrain export --untrained --config ant skills/untrained  # freshly initialised networks
-    metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
-    metra-pretrain goal-eval ant --goals 50 --out eval/ant-goals     # zero-shot goal reaching
-    metra-pretrain sweep --config ant --seeds 0 1 --run-root runs/sweep  # seeds (and grids) through Ray Tune
-    metra-pretrain sweep benchmarks/comparison.yaml --run-root runs/comparison --cpus-per-run 2  # a sweep file
-"""
+"""The ``metra-pretrain`` command: its ``--help`` is :data:`DESCRIPTION`, plain text."""
 
 from __future__ import annotations
 
@@ -23,7 +9,22 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from pretrain.run.config import ConfigError, _parse_override, builtin_configs, load_config
+from pretrain.config import ConfigError, builtin_configs, load_config, parse_override
+
+DESCRIPTION = """metra-pretrain: train skills (METRA or a baseline), resume a run, export and evaluate its skills.
+
+examples:
+  metra-pretrain train --config ant --run-dir runs/ant-s0 --seed 0
+  metra-pretrain train --resume runs/ant-s0                        # continue a killed run
+  metra-pretrain train --resume runs/ant-s0 --set epochs=4000      # ... and train it longer
+  metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
+  metra-pretrain export runs/ant-s0 skills/ant                     # pickle-free skill checkpoint
+  metra-pretrain export --untrained --config ant skills/untrained  # freshly initialised networks
+  metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
+  metra-pretrain goal-eval ant --goals 50 --out eval/ant-goals     # zero-shot goal reaching
+  metra-pretrain sweep --config ant --seeds 0 1 --run-root runs/sweep  # seeds (and grids) through Ray Tune
+  metra-pretrain sweep benchmarks/comparison.yaml --run-root runs/comparison --cpus-per-run 2   # a sweep file
+"""
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -49,7 +50,7 @@ def _train(args: argparse.Namespace) -> int:
             # The clear error for a folder without a run comes before any config error (train() recovers the state
             # once it holds the run folder's lock).
             run_state_dir(run_dir, recover=False, resume=True)
-            config = read_run_config(run_dir, dict(_parse_override(item) for item in overrides))
+            config = read_run_config(run_dir, dict(parse_override(item) for item in overrides))
         else:
             if not args.run_dir:
                 raise ConfigError("give --run-dir for a new run, or --resume RUN_DIR to continue one")
@@ -235,14 +236,14 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="metra-pretrain", description=__doc__,
+    parser = argparse.ArgumentParser(prog="metra-pretrain", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train METRA skills (or --resume a run)")
+    train = commands.add_parser("train", help="train skills in a run folder (or --resume a run)")
     train.add_argument("--config", help=f"bundled config {builtin_configs()} or a YAML file (default: ant)")
-    train.add_argument("--run-dir", help="folder for checkpoints, evaluations and TensorBoard logs")
-    train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    train.add_argument("--run-dir", help="the run folder: run state, evaluations, snapshots, TensorBoard logs")
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last saved run state")
     train.add_argument("--seed", type=int, help="random seed (default: the config's)")
     train.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")

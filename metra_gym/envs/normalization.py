@@ -31,6 +31,9 @@ PRESETS: dict[str, tuple[list[float], list[float]]] = {
     ),
 }
 
+# The environment each preset was computed for: a configuration's ``normalizer: auto`` takes it for that environment.
+PRESET_OF_ENV: dict[str, str] = {"metra/Ant-v0": "ant", "metra/HalfCheetah-v0": "half_cheetah"}
+
 
 class ObservationNormalizer:
     """``obs -> (obs - mean) / (std + 1e-8)``, in float32.

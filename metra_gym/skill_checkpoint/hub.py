@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from metra_gym.skill_checkpoint.format import CARD, CONFIG, WEIGHTS, CheckpointError
+from metra_gym.version import __version__
 
 HUB_PREFIX = "hf://"
 # The Hub's own rules (huggingface_hub's validate_repo_id), with the namespace required: "org/name", each part of
@@ -123,11 +124,10 @@ def _hub_unreachable(repo_id: str, revision: str | None) -> bool:
     from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError, HTTPError
 
-    import metra_gym
 
     try:
         get_hf_file_metadata(hf_hub_url(repo_id, CONFIG, revision=revision), timeout=constants.HF_HUB_ETAG_TIMEOUT,
-                             library_name="metra-gym", library_version=metra_gym.__version__)
+                             library_name="metra-gym", library_version=__version__)
     except HfHubHTTPError:
         return False  # the Hub answered (404, 401, 5xx, ...): hf_hub_download reports or retries it
     except (HTTPError, OSError):
@@ -172,7 +172,6 @@ def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
         RevisionNotFoundError,
     )
 
-    import metra_gym
 
     where = f"{repo_id}@{revision}" if revision else repo_id
     cache_only = _cache_only(repo_id, revision)
@@ -180,7 +179,7 @@ def download_from_hub(repo_id: str, revision: str | None = None) -> Path:
     for filename in (CONFIG, WEIGHTS, CARD):
         try:
             paths[filename] = hf_hub_download(repo_id, filename, revision=revision, library_name="metra-gym",
-                                              library_version=metra_gym.__version__, local_files_only=cache_only)
+                                              library_version=__version__, local_files_only=cache_only)
         except RevisionNotFoundError:
             raise CheckpointError(f"revision {revision!r} does not exist in Hub repo {repo_id!r}; "
                                   "give an existing branch, tag or commit") from None

@@ -178,8 +178,8 @@ def make_controller(name: str, env: Any) -> Callable[[Any, np.ndarray], Any]:
 def untrained_checkpoint(task_name: str, seed: int, cache: Path) -> str:
     """A skill checkpoint of untrained networks shaped as the task's bundled skills (their recorded training config,
     seeded with ``seed``), written once under ``cache``."""
+    from pretrain.config import build_config, without_other_algorithms
     from pretrain.export import export_untrained
-    from pretrain.run.config import build_config, without_other_algorithms
 
     out = Path(cache) / f"{task_name}-untrained-seed={seed}"
     if not (out / "config.json").is_file():

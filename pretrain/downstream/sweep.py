@@ -33,10 +33,10 @@ from typing import Any
 
 import yaml
 
+from pretrain.config import ConfigError
 from pretrain.downstream.protocol import PROTOCOLS, TASKS
 from pretrain.downstream.reference import REFERENCES
 from pretrain.downstream.runs import LEARNED, RunSpec, is_finished, read_run
-from pretrain.run.config import ConfigError
 
 TOP_KEYS = ("seeds", "tasks", "agents", "eval_every", "eval_episodes", "final_episodes")
 RUNS = "runs"  # RUN_ROOT/runs/NAME.json

@@ -19,8 +19,8 @@ import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.registration import EPISODE_STEPS
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.coverage import ActFn, SkillRollouts, coverage, plot_trajectories, skill_colors
 from pretrain.project_paths import checkpoint_reference
+from pretrain.run.coverage import ActFn, SkillRollouts, coverage, plot_trajectories, skill_colors
 
 # The held-out evaluation: skills drawn and environments reset (seed + i) from this seed, which no training run, test
 # or checkpoint selection uses; every held-out number in benchmarks/ and the README is measured with it.

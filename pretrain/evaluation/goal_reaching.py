@@ -27,9 +27,9 @@ from metra_gym.registration import EPISODE_STEPS, TASK_SUCCESS_KEY, ZERO_SHOT_GO
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.coverage import SkillRollouts
 from pretrain.evaluation.evaluate_checkpoint import check_out_dir, episode_steps, rollout_observations
 from pretrain.project_paths import checkpoint_reference
+from pretrain.run.coverage import SkillRollouts
 
 REACH_SKILLS = 48  # as many as metra-pretrain evaluate rolls out
 
@@ -159,8 +159,8 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
               baseline: bool = True, baseline_checkpoint: str | None = None) -> dict[str, Any]:
     """Zero-shot goal reaching of a checkpoint, beside an untrained one of the same shape: ``baseline_checkpoint``
     (as ``metra-pretrain export --untrained`` writes it), or one initialised for this call with the same seed."""
+    from pretrain.config import build_config, without_other_algorithms
     from pretrain.export import export_untrained
-    from pretrain.run.config import build_config, without_other_algorithms
 
     if n_goals < 2:
         raise ValueError(f"the number of goals must be >= 2 (a 95 % interval needs two), got {n_goals}")

@@ -29,7 +29,7 @@ from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.type_aliases import RolloutReturn
 
 from metra_gym.registration import TASK_SUCCESS_KEY
-from pretrain.run.config import ConfigError, PretrainConfig, build_config
+from pretrain.config import ConfigError, PretrainConfig, build_config
 from pretrain.run.envs import env_factory, training_env
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def _worker(conn, config: dict[str, Any], actor_bytes: bytes, env_ids: list[int]
 class OverlappedCollector:
     """Collect each epoch in ``n_workers`` processes while the learner trains on the previous one.
 
-    :param config: the run's configuration (a :class:`pretrain.run.config.PretrainConfig`).
+    :param config: the run's configuration (a :class:`pretrain.config.PretrainConfig`).
     :param actor: the model's actor (copied into the workers once; its weights are sent at each epoch).
     :param n_workers: processes; ``config.n_envs`` must be a multiple of it.
     """

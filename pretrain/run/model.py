@@ -10,9 +10,9 @@ import gymnasium as gym
 from stable_baselines3.common.vec_env import VecEnv
 
 from pretrain import algorithms
-from pretrain.algorithms.common.pixel_encoder import PAPER_CHANNELS, PixelFeaturesExtractor
-from pretrain.run.config import ConfigError, PretrainConfig
-from pretrain.run.pixel_replay import FrameStackReplayBuffer
+from pretrain.algorithms.common.pixel_encoder import PixelFeaturesExtractor, encoder_channels
+from pretrain.algorithms.common.pixel_replay import FrameStackReplayBuffer
+from pretrain.config import ConfigError, PretrainConfig
 
 if TYPE_CHECKING:
     from pretrain.algorithms.common.algorithm import SkillAlgorithm
@@ -21,11 +21,6 @@ if TYPE_CHECKING:
 def algorithm_class(config: PretrainConfig) -> type[SkillAlgorithm]:
     """The SB3 class of a config: its algorithm on its backbone (``METRA`` for algo=metra, backbone=sac)."""
     return algorithms.algorithm_class(config.algo, config.backbone)
-
-
-def encoder_channels(config: PretrainConfig) -> tuple[int, ...]:
-    """The output channels of a pixel run's CNN convolutions (the paper's unless the config sets them)."""
-    return tuple(config.encoder_channels or PAPER_CHANNELS)
 
 
 def pixel_settings(config: PretrainConfig, venv: VecEnv) -> dict[str, Any]:
@@ -38,7 +33,7 @@ def pixel_settings(config: PretrainConfig, venv: VecEnv) -> dict[str, Any]:
         if getattr(config, key) != supported:
             raise ConfigError(f"pixel observations ({config.env_id}) need {key}={supported}; got {getattr(config, key)}")
     image = venv.observation_space["pixels"]  # channels-last, as the environment renders
-    channels = encoder_channels(config)
+    channels = encoder_channels(config.encoder_channels)
     encoder = {"in_channels": int(image.shape[2]), "image_size": int(image.shape[0]),
                "image_width": int(image.shape[1]), "channels": channels}
     return {"phi_encoder": encoder, "replay_buffer_class": FrameStackReplayBuffer,
@@ -54,7 +49,7 @@ def build_model(config: PretrainConfig, venv: VecEnv, run_dir: Path) -> SkillAlg
     kwargs = cls.config_kwargs(config)
     pixels = pixel_settings(config, venv)
     if pixels:
-        kwargs["skill_learner_kwargs"] = {**kwargs["skill_learner_kwargs"], "phi_encoder": pixels["phi_encoder"]}
+        kwargs["skill_learner_kwargs"] = {"phi_encoder": pixels["phi_encoder"]}
         kwargs["policy_kwargs"] = {**kwargs["policy_kwargs"], **pixels["policy_kwargs"]}
         kwargs["replay_buffer_class"] = pixels["replay_buffer_class"]
     model = cls("MultiInputPolicy" if pixels else "MlpPolicy", venv, tensorboard_log=str(run_dir / "tb"), **kwargs)

@@ -2,15 +2,17 @@
 RNGs, counters and coverage statistics, saved at epoch boundaries.
 
 Layout: ``RUN_DIR/run_state/latest/`` with ``model.zip``, the replay buffer (``replay_buffer.pkl`` and its
-segments ``replay.*.npy``, see :mod:`pretrain.run.replay_segments`), ``coverage.npz`` and ``state.json`` (written last; it lists every file with its size and sha256, so a state is complete exactly when
-its ``state.json`` exists and matches). A save goes to a temporary folder (each file fsynced), then two renames
+segments ``replay.*.npy``, see :mod:`pretrain.algorithms.common.replay_segments`), ``coverage.npz`` and
+``state.json`` (written last; it lists every file with its size and sha256, so a state is complete exactly when its
+``state.json`` exists and matches). A save goes to a temporary folder (each file fsynced), then two renames
 put it in place: ``latest`` -> ``previous``, temporary -> ``latest``. A kill at any moment leaves a complete state
 behind: :func:`run_state_dir` takes the newest complete one among ``latest``, ``previous`` and finished
 temporaries, puts it back as ``latest`` and removes the rest; the next save removes them too. A run folder whose
 first save never finished holds no saved state (:func:`has_saved_state` is False): a new run may start there.
 
-``state.json`` also records the run's configuration: ``--resume`` and ``export`` refuse a ``config.yaml`` edited
-since (:func:`check_config_unchanged`). While a process trains a run folder it holds a lock on it
+``state.json`` also records the run's configuration (``--resume`` and ``export`` refuse a ``config.yaml`` edited
+since: :mod:`pretrain.run.run_config`) and the sha256 of its own entries: a state.json edited by hand is refused, and
+one of an older metra-gym is checked entry by entry (:func:`check_state`). While a process trains a run folder it holds a lock on it
 (:class:`RunFolderLock`), so that a second ``train`` or ``--resume`` of the same folder is refused.
 
 The SB3 zip and the replay buffer are pickles: a run folder is trusted input. The sha256 check refuses files
@@ -20,7 +22,7 @@ changed after they were written (by another program or a person), which also cat
 from __future__ import annotations
 
 import base64
-import glob
+import binascii
 import hashlib
 import json
 import os
@@ -30,7 +32,6 @@ import shutil
 import tempfile
 import warnings
 import zipfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +40,17 @@ import torch as th
 from safetensors.torch import load_file, save_file
 from stable_baselines3.common.vec_env import VecEnv
 
-from pretrain.evaluation.coverage import CoverageTracker
-from pretrain.run.config import without_other_algorithms
-from pretrain.run.replay_segments import META as REPLAY_META
-from pretrain.run.replay_segments import load_replay, save_replay
+from metra_gym.atomic_files import give_usual_mode, write_json_atomic
+from pretrain.algorithms.common.replay_segments import META as REPLAY_META
+from pretrain.algorithms.common.replay_segments import load_replay, save_replay
+from pretrain.run.coverage import CoverageTracker
 
 ROOT = "run_state"
 LATEST = "latest"
 PREVIOUS = "previous"
 TMP_PREFIX = ".tmp-"
 STATE = "state.json"
+STATE_SHA256 = "state_sha256"  # state.json's entry holding the sha256 of its other entries
 COLLECTOR_ACTOR = "collector_actor.safetensors"  # the policy copy the collection in flight uses
 
 
@@ -77,66 +79,6 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _umask() -> int:
-    """The process's umask, read from /proc where it is shown (Linux >= 4.7), else by setting and restoring it."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def give_usual_mode(path: Path) -> None:
-    """Give a file or folder made by ``tempfile`` (which makes them private: 0600 and 0700) the mode that ``open``
-    and ``mkdir`` would have given it under the umask, before it is renamed into place for others to read."""
-    path = Path(path)
-    path.chmod((0o777 if path.is_dir() else 0o666) & ~_umask())
-
-
-def temporary_prefix(path: Path) -> str:
-    """The name prefix of the temporary files and folders written for ``path`` (said once: a later write removes
-    the ones a killed process left behind, see :func:`remove_temporaries`)."""
-    return f".{Path(path).name}.tmp-"
-
-
-def remove_temporaries(path: Path) -> None:
-    """Remove the temporary files and folders of ``path`` that an earlier, killed writer left behind. Only one
-    process writes a run folder's files (it holds the run folder's lock), so none of them is in use."""
-    path = Path(path)
-    for leftover in path.parent.glob(f"{glob.escape(temporary_prefix(path))}*"):
-        if leftover.is_dir() and not leftover.is_symlink():
-            shutil.rmtree(leftover, ignore_errors=True)
-        else:
-            leftover.unlink(missing_ok=True)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a file through a temporary file renamed into place, so a reader never sees half a file. The file gets
-    the usual mode for the umask, and temporaries of ``path`` left by a killed earlier write are removed."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path), dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        give_usual_mode(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=1, default=int))
 
 
 def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, save_buffer: bool,
@@ -176,7 +118,7 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
             "files": files,
             **(extra or {}),
         }
-        write_json_atomic(tmp / STATE, state)
+        write_json_atomic(tmp / STATE, {**state, STATE_SHA256: state_digest(state)})
         _fsync(tmp)
         latest, previous = root / LATEST, root / PREVIOUS
         if latest.exists():
@@ -323,6 +265,9 @@ def run_state_dir(run_dir: Path, recover: bool = True, resume: bool | None = Non
     latest = root / LATEST
     candidates = [p for p in [latest, root / PREVIOUS, *sorted(root.glob(f"{TMP_PREFIX}*"))] if p.is_dir()]
     complete = [(state["epoch"], p) for p in candidates if (state := _complete(p)) is not None]
+    for epoch, path in complete:  # the newest is chosen by its epoch
+        if type(epoch) is not int or epoch < 0:
+            raise _damaged(path, f"epoch must be an integer >= 0, got {epoch!r}")
     if not complete:
         legacy = latest / "model.zip"
         if legacy.is_file() and (latest / STATE).is_file():
@@ -361,35 +306,60 @@ def run_state_dir(run_dir: Path, recover: bool = True, resume: bool | None = Non
     return latest
 
 
-def check_config_unchanged(state: dict[str, Any], config: dict[str, Any], run_dir: Path,
-                           may_change: Iterable[str] = ()) -> None:
-    """Refuse a run's ``config.yaml`` that was edited after the run state was saved (``state["config"]``, recorded
-    at every save): the saved model, buffer and environments were built from the recorded values.
+def state_digest(state: dict[str, Any]) -> str:
+    """The sha256 of a state.json's entries (without its own :data:`STATE_SHA256`), as JSON with sorted keys."""
+    entries = {key: value for key, value in state.items() if key != STATE_SHA256}
+    return hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
 
-    :param state: the run state's ``state.json``.
-    :param config: the configuration about to be used (``config.yaml`` with a resumed run's ``--set`` overrides).
-    :param run_dir: the run folder, for the message.
-    :param may_change: keys a resumed run may change (through ``--set``); not compared.
-    :raises ResumeError: one line naming every key that differs, with both values.
+
+def _damaged(folder: Path, what: str) -> ResumeError:
+    return ResumeError(f"{folder / STATE} is damaged or was edited ({what}); a run state is trusted input, so it is "
+                       "not loaded. Restore the file from a backup, or start a new run")
+
+
+def _b64(value: Any) -> bytes:
+    return base64.b64decode(value, validate=True)
+
+
+def check_state(state: Any, folder: Path) -> dict[str, Any]:
+    """A state.json's entries after checking them: the sha256 it recorded of them (a save by this metra-gym), and
+    each entry's type (also for older saves, which recorded none).
+
+    :raises ResumeError: naming what is wrong.
     """
-    recorded = state.get("config")
-    if not isinstance(recorded, dict):  # saved by an older metra-gym, which did not record it
-        return
-    recorded, current = without_other_algorithms(recorded), without_other_algorithms(json.loads(json.dumps(config)))
-    allowed = set(may_change)
-    differ = [key for key, value in recorded.items()
-              if key not in allowed and key in current and current[key] != value]
-    if differ:
-        details = ", ".join(f"{key} (config.yaml {current[key]!r}, run state {recorded[key]!r})" for key in differ)
-        hint = (f"; a resumed run changes only {', '.join(sorted(allowed))}, with --set KEY=VALUE" if allowed else "")
-        raise ResumeError(f"{Path(run_dir) / 'config.yaml'} was edited after the run state was saved: {details}. "
-                          f"Restore these values (the saved model, buffer and environments were built from them), or "
-                          f"start a new run{hint}")
+    if not isinstance(state, dict):
+        raise _damaged(folder, "not a JSON object")
+    digest = state.get(STATE_SHA256)
+    if digest is not None and digest != state_digest(state):
+        raise _damaged(folder, "its entries differ from the sha256 recorded when it was written")
+    for key in ("epoch", "num_timesteps"):
+        if type(state.get(key)) is not int or state[key] < 0:
+            raise _damaged(folder, f"{key} must be an integer >= 0, got {state.get(key)!r}")
+    kinds = {"files": dict, "python_rng": str, "numpy_rng": list, "torch_rng": str, "env_rngs": list,
+             "action_space_rng": dict}
+    for key, kind in kinds.items():
+        if not isinstance(state.get(key), kind):
+            what = "missing" if key not in state else f"not a {kind.__name__}: {str(state[key])[:40]!r}"
+            raise _damaged(folder, f"{key} is {what}")
+    try:
+        json.loads(_b64(state["python_rng"]))
+        _b64(state["torch_rng"])
+    except (binascii.Error, ValueError) as error:
+        raise _damaged(folder, f"an RNG state does not decode: {error}") from None
+    if not all(isinstance(rng, dict) for rng in state["env_rngs"]) or len(state["numpy_rng"]) != 5:
+        raise _damaged(folder, "env_rngs or numpy_rng is not an RNG state")
+    return state
 
 
 def verify_files(folder: Path) -> dict[str, Any]:
-    """The state of a run state folder after checking every file's sha256 against the one recorded at save."""
-    state = json.loads((folder / STATE).read_text())
+    """The state of a run state folder, checked (:func:`check_state`), after checking every file's sha256 against
+    the one recorded at save."""
+    try:
+        state = check_state(json.loads((folder / STATE).read_text()), folder)
+    except (OSError, ValueError) as error:
+        if isinstance(error, ResumeError):
+            raise
+        raise _damaged(folder, "not a JSON object") from None
     for name, info in state["files"].items():
         if _sha256(folder / name) != info["sha256"]:
             raise ResumeError(f"{folder / name} changed after it was written (its sha256 differs from {STATE}); a "
@@ -401,14 +371,30 @@ def verify_files(folder: Path) -> dict[str, Any]:
 # --- loading ----------------------------------------------------------------------------------------------------
 
 
-def load_run_state(folder: Path, model, tracker: CoverageTracker) -> dict[str, Any]:
-    """Restore RNGs, the replay buffer and coverage statistics into a freshly loaded model; return the state.
+def load_run_state(folder: Path, state: dict[str, Any], model, tracker: CoverageTracker) -> None:
+    """Restore RNGs, the replay buffer and coverage statistics of a run state into a freshly loaded model.
 
     The environments' RNGs are put back as they were *before* the reset that began the next epoch, and the
     pending reset runs again (SB3's load would otherwise re-seed the environments and replay epoch 0's skills):
     the resumed run draws the same skills and initial states as the run that was not interrupted.
+
+    :param folder: the run state folder.
+    :param state: its state.json, checked (:func:`verify_files`).
+    :raises ResumeError: for RNG states that cannot be restored.
     """
-    state = json.loads((folder / STATE).read_text())
+    # The vec env itself, under SB3's wrappers (an image run's VecTransposeImage keeps seeds of its own).
+    venv = model.get_env().unwrapped
+    try:
+        random.setstate(_tuplify(json.loads(_b64(state["python_rng"]))))
+        kind, key, pos, has_gauss, gauss = state["numpy_rng"]
+        np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, gauss))
+        th.set_rng_state(th.from_numpy(np.frombuffer(_b64(state["torch_rng"]), dtype=np.uint8).copy()))
+        if len(state["env_rngs"]) != venv.num_envs:
+            raise ValueError(f"{len(state['env_rngs'])} environment RNGs for {venv.num_envs} environments")
+        _set_env_rngs(venv, state["env_rngs"])
+        model.action_space.np_random.bit_generator.state = state["action_space_rng"]
+    except (ValueError, TypeError, KeyError, RuntimeError) as error:
+        raise _damaged(folder, f"an RNG state cannot be restored: {error}") from None
     if (folder / REPLAY_META).is_file():
         model.replay_buffer = load_replay(folder, model.device)
     else:
@@ -420,19 +406,10 @@ def load_run_state(folder: Path, model, tracker: CoverageTracker) -> dict[str, A
             tracker.load_state(dict(data))
         except ValueError as error:
             raise ResumeError(f"{folder / 'coverage.npz'}: {error}") from None
-    random.setstate(_tuplify(json.loads(base64.b64decode(state["python_rng"]))))
-    kind, key, pos, has_gauss, gauss = state["numpy_rng"]
-    np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, gauss))
-    th.set_rng_state(th.from_numpy(np.frombuffer(base64.b64decode(state["torch_rng"]), dtype=np.uint8).copy()))
-    # The vec env itself, under SB3's wrappers (an image run's VecTransposeImage keeps seeds of its own).
-    venv = model.get_env().unwrapped
-    _set_env_rngs(venv, state["env_rngs"])
     venv._reset_seeds()  # drop the seeds SB3's load queued for the next reset
-    model.action_space.np_random.bit_generator.state = state["action_space_rng"]
     model._last_obs = None  # so that learn() runs the pending reset
     if model.collector is not None and state.get("collector") is not None:
         model.collector.resume_from({**state["collector"], "weights": load_file(folder / COLLECTOR_ACTOR)})
-    return state
 
 
 def _env_rngs(venv: VecEnv) -> list[dict[str, Any]]:

@@ -1,13 +1,8 @@
-"""One METRA pretraining run: environments, model, callbacks, checkpoints and resume, in a run folder.
+"""One pretraining run in a run folder (its layout: :mod:`pretrain.run.run_folder`): a new run or a resumed one,
+trained until ``config.epochs`` or until SIGINT / SIGTERM asks it to stop after the current epoch.
 
-Run folder layout::
-
-    RUN_DIR/config.yaml                      the resolved configuration
-    RUN_DIR/run_state/latest/                model.zip, replay buffer (replay_buffer.pkl + replay.*.npy),
-                                             coverage.npz, state.json
-    RUN_DIR/eval/coverage.csv|json           one row per evaluation
-    RUN_DIR/eval/trajectories_epoch_*.png    x-y paths of the evaluation skills
-    RUN_DIR/tb/                              TensorBoard scalars
+:func:`train` reads top to bottom: the environments, the run folder taken (a new model, or the saved one with its run
+state), the parts that work at epoch boundaries (:mod:`pretrain.run.callbacks`), then SB3's ``learn``.
 """
 
 from __future__ import annotations
@@ -17,38 +12,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import gymnasium as gym
 import torch as th
 from stable_baselines3.common.callbacks import CallbackList
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.registration import TASK_SUCCESS_KEY
-from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
-from pretrain.export import export_model
-from pretrain.run.callbacks import EpochCallback, TrainingCoverage, training_task_metrics
-from pretrain.run.collector import attach_collector
-from pretrain.run.config import ConfigError, PretrainConfig
-from pretrain.run.device import resolve_device
-from pretrain.run.envs import env_factory, training_env, with_fitted_normalizer
-from pretrain.run.memory import check_memory
-from pretrain.run.model import algorithm_class, build_model, set_learning_rate
-from pretrain.run.run_config import RESUMABLE_KEYS, save_config
-from pretrain.run.run_state import (
-    RunFolderLock,
-    check_config_unchanged,
-    discard_unsaved_state,
-    has_saved_state,
-    load_run_state,
-    run_state_dir,
-    save_run_state,
-    verify_files,
+from pretrain.algorithms.common.algorithm import SkillAlgorithm
+from pretrain.algorithms.common.device import resolve_device
+from pretrain.config import ConfigError, PretrainConfig
+from pretrain.run.callbacks import (
+    Clock,
+    EpochEnd,
+    Evaluation,
+    Every,
+    RunStateSaves,
+    Snapshots,
+    TrainingCoverage,
+    resumed_history,
 )
+from pretrain.run.collector import attach_collector
+from pretrain.run.coverage import CoverageTracker, SkillRollouts
+from pretrain.run.envs import env_factory, training_env, with_fitted_normalizer
+from pretrain.run.model import build_model, set_learning_rate
+from pretrain.run.run_config import save_config
+from pretrain.run.run_folder import RunFolder
+from pretrain.run.run_state import RunFolderLock, discard_unsaved_state, has_saved_state, load_run_state, run_state_dir
 from pretrain.run.signals import StopOnSignal
-
-
-def no_coverage_note(config: PretrainConfig) -> str:
-    """Why a run's coverage columns are empty: its environment gives no position."""
-    return (f"no coverage: {config.env_id} puts no info['coordinates'] and the config names no coordinates "
-            "(observation indices, e.g. [0, 1], or info keys, e.g. [x_position, y_position])")
 
 
 @dataclass
@@ -61,33 +51,39 @@ class TrainResult:
     stopped_by: str | None = None
 
 
+@dataclass
+class Started:
+    """A run taken up in its run folder: the model on its environments, with the run state it continues from."""
+
+    model: SkillAlgorithm
+    venv: object
+    tracker: CoverageTracker
+    start_epoch: int = 0
+    wall_clock_s: float = 0.0
+
+
 def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, progress_bar: bool = False,
           verbose: int = 1, on_evaluation: Callable[[dict[str, float]], object] | None = None) -> TrainResult:
     """Train (or continue) a run until ``config.epochs``, or until SIGINT / SIGTERM asks it to stop after the
-    current epoch (then the run state is saved first). ``on_evaluation(row)`` is called with every evaluation
-    row (e.g. to report it to Ray Tune). Returns the evaluation history and how it ended."""
+    current epoch (then the run state is saved first).
+
+    :param config: the run's configuration (:func:`pretrain.config.load_config`; to resume, the run folder's
+        config.yaml with the keys a resumed run may change: :func:`pretrain.run.run_config.read_run_config`).
+    :param run_dir: the run folder.
+    :param resume: continue the run saved in ``run_dir`` (else start a new one there).
+    :param progress_bar: SB3's progress bar.
+    :param verbose: print each evaluation row.
+    :param on_evaluation: called with every evaluation row (e.g. to report it to Ray Tune).
+    :return: the evaluation history and how it ended.
+    :raises ConfigError, ResumeError: for a configuration, environment or run folder that cannot be trained.
+    """
     run_dir = Path(run_dir)
-    device = resolve_device(config)
+    device = resolve_device(config.device)
     th.set_num_threads(config.torch_threads)
     config = with_fitted_normalizer(config)  # a new run's fitted normaliser, saved in its config.yaml below
     make = env_factory(config)
-    probe = make()
-    info = probe.reset(seed=0)[1]
-    probe.close()
-    tracker = CoverageTracker(n_coordinates=len(info.get("coordinates", ())),
-                              task_names=list(info.get(TASK_SUCCESS_KEY, ())))
-    coverage_note = None if "coordinates" in info else no_coverage_note(config)
-    check_memory(config, probe.observation_space, probe.action_space, device)  # before hours of nothing
-    start_epoch, start_wall_clock = 0, 0.0
-    if resume:
-        run_state_dir(run_dir, recover=False, resume=True)  # the clear error for a folder without a run state
-    else:
-        existing = next((p for p in (run_dir, *run_dir.parents) if p.exists()), Path("."))
-        if not existing.is_dir():
-            where = "it is a file" if existing == run_dir else f"{existing} is a file"
-            raise ConfigError(f"--run-dir {run_dir} must be a folder for the run, but {where}; choose another path")
-        if has_saved_state(run_dir):  # (a folder whose first save never finished holds nothing to resume)
-            raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
+    coordinates, task_names, coverage_note = _probe(config, make)
+    _check_run_dir(run_dir, resume)
     created = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = None
@@ -95,67 +91,93 @@ def train(config: PretrainConfig, run_dir: str | Path, resume: bool = False, pro
         if not os.access(run_dir, os.W_OK):
             raise ConfigError(f"cannot write to the run folder {run_dir}; choose a writable --run-dir")
         lock = RunFolderLock(run_dir)  # held until training ends: no second process trains this folder
-        if resume:
-            folder = run_state_dir(run_dir)  # (moves a state left by a killed save back into place)
-            check_config_unchanged(verify_files(folder), config.to_dict(), run_dir, RESUMABLE_KEYS)
-        else:
-            discard_unsaved_state(run_dir)  # a first save that never finished: start afresh
-        venv = training_env(config, make)
-        if resume:
-            try:
-                model = algorithm_class(config).load(folder / "model.zip", env=venv, device=device)
-            except ValueError as error:  # SB3: the spaces differ (config.yaml edited, state saved before it was recorded)
-                raise ConfigError(f"{run_dir / 'config.yaml'} does not fit the saved model ({error}); restore the "
-                                  "values the run was started with, or start a new run") from None
-            model.tensorboard_log = str(run_dir / "tb")  # the saved one is where the run folder was (moved, copied)
-            attach_collector(model, config)
-            state = load_run_state(folder, model, tracker)
-            start_epoch, start_wall_clock = int(state["epoch"]), float(state.get("wall_clock_s", 0.0))
-            set_learning_rate(model, config.learning_rate)
-        else:
-            model = build_model(config, venv, run_dir)
-            attach_collector(model, config)
+        tracker = CoverageTracker(n_coordinates=coordinates, task_names=task_names)
+        started = (_resumed(config, run_dir, make, device, tracker) if resume
+                   else _new(config, run_dir, make, tracker))
         save_config(config, run_dir)
     except BaseException:
         if lock is not None:
             lock.release()
-        for folder_made in created:  # a run that never started leaves no empty folders behind
+        for folder in created:  # a run that never started leaves no empty folders behind
             try:
-                folder_made.rmdir()
+                folder.rmdir()
             except OSError:
                 break
         raise
 
+    model = started.model
+    clock = Clock(started.wall_clock_s)
     rollouts = SkillRollouts(make, config.eval_skills, config.episode_steps)
-
-    def save(epoch: int) -> None:  # called by the callback below, so `epochs` exists by then
-        save_run_state(run_dir, model, tracker, epoch, config.save_replay_buffer,
-                       extra={"wall_clock_s": epochs.wall_clock(), "config": config.to_dict()})
-
-    def snapshot(epoch: int) -> None:  # a small skill checkpoint, for evaluations held out from training's
-        export_model(model, config, run_dir / "snapshots" / f"epoch_{epoch:06d}",
-                     {"run": run_dir.name, "env_steps": int(model.num_timesteps), "epochs": epoch,
-                      "policy_coverage": None, "wall_clock_h": round(epochs.wall_clock() / 3600, 3),
-                      "command": "snapshot during training",
-                      **({"training": training_task_metrics(tracker)} if tracker.task_names else {})})
-
-    epochs = EpochCallback(run_dir, config.steps_per_epoch, rollouts, tracker, config.eval_every,
-                           config.save_every, save=save, snapshot=snapshot, snapshot_every=config.snapshot_every,
-                           start_epoch=start_epoch,
-                           start_wall_clock=start_wall_clock, seed=config.seed, verbose=verbose,
-                           on_evaluation=on_evaluation, coverage_note=coverage_note)
-    remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
+    evaluation = Evaluation(run_dir, rollouts, started.tracker, clock, config.seed,
+                            resumed_history(run_dir, started.start_epoch), on_evaluation, coverage_note, verbose)
     try:
         with StopOnSignal() as stop:
-            epochs.stop_requested = stop.requested
+            epoch_end = EpochEnd(config.steps_per_epoch, started.start_epoch,
+                                 evaluate=(evaluation, Every(config.eval_every)),
+                                 snapshot=(Snapshots(run_dir, config, clock, started.tracker),
+                                           Every(config.snapshot_every)),
+                                 save=(RunStateSaves(run_dir, config, started.tracker, clock), Every(config.save_every)),
+                                 stop_requested=stop.requested, clock=clock)
+            remaining = config.epochs * config.steps_per_epoch - model.num_timesteps
             if remaining > 0:
-                callbacks = [epochs] if coverage_note else [TrainingCoverage(tracker), epochs]
+                callbacks = [epoch_end] if coverage_note else [TrainingCoverage(started.tracker), epoch_end]
                 model.learn(remaining, callback=CallbackList(callbacks), log_interval=None,
                             tb_log_name="metra", reset_num_timesteps=not resume, progress_bar=progress_bar)
     finally:
         if model.collector is not None:
             model.collector.close()
         rollouts.close()
-        venv.close()
+        started.venv.close()  # type: ignore[attr-defined]
         lock.release()
-    return TrainResult(epochs.history, epochs.last_epoch, stop.signal_name)
+    return TrainResult(evaluation.history, epoch_end.last_epoch, stop.signal_name)
+
+
+def _probe(config: PretrainConfig, make: Callable[[], gym.Env]) -> tuple[int, list[str], str | None]:
+    """How many coordinates the environment's positions have (``info["coordinates"]``), the tasks it reports
+    (``info[TASK_SUCCESS_KEY]``, Kitchen's), and why a run's coverage columns are empty when it gives no positions
+    (else None)."""
+    probe = make()
+    info = probe.reset(seed=0)[1]
+    probe.close()
+    tasks = list(info.get(TASK_SUCCESS_KEY, ()))
+    if "coordinates" in info:
+        return len(info["coordinates"]), tasks, None
+    return 0, tasks, (f"no coverage: {config.env_id} puts no info['coordinates'] and the config names no coordinates "
+                      "(observation indices, e.g. [0, 1], or info keys, e.g. [x_position, y_position])")
+
+
+def _check_run_dir(run_dir: Path, resume: bool) -> None:
+    """Refuse a run folder that cannot take the run: none to resume, or, for a new run, a file or a saved run."""
+    if resume:
+        run_state_dir(run_dir, recover=False, resume=True)  # the clear error for a folder without a run state
+        return
+    existing = next((p for p in (run_dir, *run_dir.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        where = "it is a file" if existing == run_dir else f"{existing} is a file"
+        raise ConfigError(f"--run-dir {run_dir} must be a folder for the run, but {where}; choose another path")
+    if has_saved_state(run_dir):  # (a folder whose first save never finished holds nothing to resume)
+        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume or choose a new --run-dir")
+
+
+def _new(config: PretrainConfig, run_dir: Path, make: Callable[[], gym.Env], tracker: CoverageTracker) -> Started:
+    """A new model in ``run_dir`` (a first save that never finished is discarded: the run starts afresh)."""
+    discard_unsaved_state(run_dir)
+    venv = training_env(config, make)
+    model = build_model(config, venv, run_dir)
+    attach_collector(model, config)
+    return Started(model, venv, tracker)
+
+
+def _resumed(config: PretrainConfig, run_dir: Path, make: Callable[[], gym.Env], device: str,
+             tracker: CoverageTracker) -> Started:
+    """The saved model of ``run_dir`` with its run state (RNGs, replay buffer, coverage statistics), continued with
+    ``config`` (which may change only the keys a resumed run may change)."""
+    run = RunFolder.open(run_dir, resume=True)  # (moves a state left by a killed save back into place)
+    run.check(config)
+    venv = training_env(config, make)
+    model = run.load_model(env=venv, device=device)
+    model.tensorboard_log = str(run_dir / "tb")  # the saved one is where the run folder was (moved, copied)
+    attach_collector(model, config)  # before the run state: it restores the collection in flight
+    load_run_state(run.state_dir, run.state, model, tracker)
+    set_learning_rate(model, config.learning_rate)
+    return Started(model, venv, tracker, run.epoch, float(run.state.get("wall_clock_s", 0.0)))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pretrain.run.config import ConfigError
+from pretrain.config import ConfigError
 from pretrain.sweep.ray_runner import SweepInterrupted, TrialOutcome, preflight, run_trials
 from pretrain.sweep.sweep_file import read_sweep_file
 from pretrain.sweep.trials import (

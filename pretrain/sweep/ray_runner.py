@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pretrain.run.config import ConfigError
+from pretrain.config import ConfigError
 from pretrain.sweep.trials import FINISHED, RESUME, PlannedTrial
 from pretrain.sweep.watchdog import Watchdog
 
@@ -136,7 +136,7 @@ def run_trial(tune_config: dict[str, Any], specs: dict[str, dict[str, Any]]) -> 
     """One Ray Tune trial (in a Ray worker): train, or resume, its run folder, reporting every evaluation."""
     from ray import tune
 
-    from pretrain.run.config import build_config
+    from pretrain.config import build_config
     from pretrain.run.run_config import read_run_config
     from pretrain.run.trainer import train
 
@@ -158,7 +158,7 @@ def run_trial(tune_config: dict[str, Any], specs: dict[str, dict[str, Any]]) -> 
 
 def last_evaluation(run_dir: Path) -> dict[str, Any]:
     """The last row of a run's ``eval/coverage.json`` ({} when it has none)."""
-    from pretrain.run.callbacks import read_history
+    from pretrain.run.run_folder import read_history
     from pretrain.run.run_state import ResumeError
 
     try:

@@ -24,7 +24,7 @@ METRIC = ("policy coverage: 48 deterministic skills x one episode, 1 x 1 m x-y b
 
 
 def _history(run_dir: Path) -> list[dict[str, Any]]:
-    from pretrain.run.callbacks import read_history
+    from pretrain.run.run_folder import read_history
     from pretrain.run.run_state import ResumeError
 
     try:
@@ -166,7 +166,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
 
 def write_summary(summary: dict[str, Any], out: str | Path) -> Path:
     """``summary.json``, ``figure.png`` and ``table.md`` in ``out``."""
-    from pretrain.run.run_state import write_text_atomic
+    from metra_gym.atomic_files import write_text_atomic
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

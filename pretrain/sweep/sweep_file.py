@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from pretrain.run.config import ALGORITHMS, ConfigError, builtin_configs
+from pretrain.config import ALGORITHMS, ConfigError, builtin_configs
 from pretrain.sweep.trials import Trial, folder_name, foreign_options, refuse_duplicates, refuse_sweep_keys
 
 TOP_KEYS = ("seeds", "config", "envs", "epochs", "epoch_seconds", "set", "methods")

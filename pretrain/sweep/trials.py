@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from pretrain.run.config import ALGORITHM_KEYS, ConfigError, PretrainConfig, load_config
+from pretrain.config import ALGORITHM_KEYS, ConfigError, PretrainConfig, load_config
 
 # What the sweep sets itself in every trial: the torch threads follow --cpus-per-run, and seeds are their own list.
 SWEEP_KEYS = {"torch_threads": "--cpus-per-run sets it for every run of a sweep",

@@ -13,6 +13,24 @@ from typing import Any
 BUNDLED_NAMES = ("ant", "half_cheetah", "quadruped_state", "ant-0.2", "ant-0.1", "half_cheetah-0.1")
 
 
+# What builds the package: its sdist holds these and nothing else of the repository (MANIFEST.in).
+PACKAGE_SOURCE = ("pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "metra_gym", "pretrain")
+
+
+def package_source(destination: Path) -> Path:
+    """A copy of what builds the package, so that building or installing it writes nothing (build/, *.egg-info)
+    into the source tree."""
+    root = Path(__file__).resolve().parents[2]
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in PACKAGE_SOURCE:
+        source = root / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(source, destination / name)
+    return destination
+
+
 def heavy_modules_after(imports: str, env_id: str, heavy: tuple[str, ...]) -> list[str]:
     """Which of ``heavy`` a fresh interpreter has loaded after ``import {imports}`` and ``gym.spec(env_id)``."""
     code = (f"import sys, gymnasium as gym, {imports}\n"

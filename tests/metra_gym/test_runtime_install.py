@@ -15,8 +15,8 @@ import pytest
 
 from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 from tests.metra_gym.fake_hub import FakeHub
+from tests.metra_gym.helpers import package_source
 
-ROOT = Path(__file__).resolve().parents[2]
 TRAINING_ONLY = ("stable_baselines3", "sb3_contrib", "matplotlib", "tensorboard", "rich")
 SCRIPT = """
 import importlib.util, sys
@@ -35,7 +35,7 @@ def test_runtime_only_install_runs_skill_envs_and_hub_checkpoints(tmp_path):
     venv = tmp_path / "venv"
     python = venv / "bin" / "python"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    for requirement in (["torch==2.13.0"], [str(ROOT)]):
+    for requirement in (["torch==2.13.0"], [str(package_source(tmp_path / "source"))]):  # built outside the tree
         done = subprocess.run([str(python), "-m", "pip", "install", "-q", *requirement], capture_output=True,
                               text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-2000:]

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import torch as th
 
-from pretrain.evaluation.coverage import SkillRollouts, coverage
-from pretrain.run.config import load_config
+from pretrain.config import load_config
+from pretrain.run.coverage import SkillRollouts, coverage
 from pretrain.run.envs import env_factory, training_env
 from pretrain.run.model import build_model
 from pretrain.run.trainer import train

@@ -4,7 +4,7 @@ one clear error (exit code 2, one "error:" line) that writes nothing; the bundle
 import pytest
 
 from pretrain.cli import main
-from pretrain.run.config import ALGORITHM_KEYS, ALGORITHMS, ConfigError, PretrainConfig, build_config, load_config
+from pretrain.config import ALGORITHM_KEYS, ALGORITHMS, ConfigError, PretrainConfig, build_config, load_config
 from pretrain.run.run_config import read_run_config, save_config
 from pretrain.run.trainer import train
 

@@ -29,6 +29,11 @@ def _run(args, capsys):
     (["--set", "epochs"], "must look like key=value"),
     (["--set", "n_envs=two"], "'n_envs' must be int"),
     (["--config", "cheetah"], "unknown config 'cheetah'"),
+    (["--config", "/dev/null"], "config '/dev/null' is empty; give a YAML mapping of config keys to values"),
+    (["--set", "env_id="], "config key 'env_id' must be str, got nothing (null); give a value or leave the key out"),
+    (["--set", "env_id=''"], "env_id must be a Gymnasium environment id (e.g. metra/Ant-v0, or package.module:Env-v0), "
+                             "got ''"),
+    (["--set", "epochs="], "config key 'epochs' must be int, got nothing (null)"),
     (["--set", "learning_rate=-1"], "learning_rate must be a finite number in (0, inf), got -1.0"),
     (["--set", "learning_rate=nan"], "learning_rate must be a finite number in (0, inf), got nan"),
     (["--set", "gamma=2"], "gamma must be a finite number in (0, 1], got 2.0"),
@@ -154,7 +159,7 @@ def test_cli_stops_on_non_finite_loss_and_keeps_the_checkpoint(tmp_path):
 
 def test_resume_refuses_to_change_what_the_saved_model_depends_on(tmp_path, capsys):
     (tmp_path / "run_state").mkdir()
-    from pretrain.run.config import load_config
+    from pretrain.config import load_config
     from pretrain.run.run_config import read_run_config, save_config
 
     save_config(load_config("point_mass"), tmp_path)
@@ -168,7 +173,7 @@ def test_resume_refuses_to_change_what_the_saved_model_depends_on(tmp_path, caps
     ("- 1\n- 2\n", "config.yaml must be a mapping of config keys to values, got list"),
 ])
 def test_resume_with_a_damaged_config_yaml_is_one_clear_error(tmp_path, text, message):
-    from pretrain.run.config import ConfigError
+    from pretrain.config import ConfigError
     from pretrain.run.run_config import read_run_config
 
     (tmp_path / "config.yaml").write_text(text)
@@ -205,8 +210,8 @@ def test_a_run_dir_that_is_a_file_is_named_and_not_offered_for_resume(tmp_path, 
 
 
 def test_a_new_run_that_fails_before_starting_leaves_no_empty_folders(tmp_path, monkeypatch):
+    from pretrain.config import load_config
     from pretrain.run import trainer
-    from pretrain.run.config import load_config
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -234,8 +239,8 @@ def test_the_python_api_refuses_discrete_actions_and_a_normaliser_of_another_sha
     import gymnasium as gym
 
     from metra_gym.envs.normalization import ObservationNormalizer
+    from pretrain.algorithms.common.normalization import NormalizeObservationPreset
     from pretrain.algorithms.metra import METRA
-    from pretrain.run.env_wrappers import NormalizeObservationPreset
 
     with pytest.raises(ValueError, match=r"CartPole-v1 has Discrete\(2\) actions; skill discovery here trains "
                                          r"continuous \(Box\) actions"):

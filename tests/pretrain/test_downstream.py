@@ -57,8 +57,8 @@ def test_the_v03_controllers_see_the_task_information_only_on_goal_tasks():
 
 def test_the_quadruped_goal_controller_sees_the_state_and_the_goal_relative_to_the_torso(tmp_path):
     """On untrained state-Quadruped skills: 4 continuous skills; K = 50 control steps (25 policy steps)."""
+    from pretrain.config import load_config
     from pretrain.export import export_untrained
-    from pretrain.run.config import load_config
 
     checkpoint = export_untrained(load_config("quadruped_state", ["net_width=32"]), tmp_path / "skills")
     env = controller_env("quadruped_goal", checkpoint=str(checkpoint))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from pretrain.config import ConfigError
 from pretrain.downstream.runs import RunSpec
 from pretrain.downstream.sweep import read_sweep_file
 from pretrain.downstream.verdict import gather, interval, verdicts, write_summary
-from pretrain.run.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import torch as th
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.cli import main
-from pretrain.run.config import load_config
+from pretrain.config import load_config
 from pretrain.run.trainer import train
 
 
@@ -45,8 +45,8 @@ def test_evaluate_writes_coverage_and_figures(tmp_path, capsys):
 
 @pytest.mark.parametrize(("backbone", "layers"), [("sac", 2), ("sac", 3), ("tqc", 2), ("crossq", 2)])
 def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path, backbone, layers):
+    from pretrain.config import load_config
     from pretrain.export import export_run
-    from pretrain.run.config import load_config
     from pretrain.run.model import algorithm_class
     from pretrain.run.trainer import train
 
@@ -73,10 +73,11 @@ def test_exported_policy_acts_exactly_like_the_trained_sb3_actor(tmp_path, backb
 def test_crossq_actor_folds_its_batch_renormalisation_into_a_relu_mlp(tmp_path):
     """Non-trivial running statistics and affine parameters in every BatchRenorm layer: the exported ReLU MLP
     must still act exactly like CrossQ's actor in eval mode; the checkpoint says relu and needs format 3."""
+    from gymnasium.spaces import Box
     from sb3_contrib.common.torch_layers import BatchRenorm
 
     from metra_gym.networks import SkillActor
-    from pretrain.export import checkpoint_config, skill_tensors
+    from pretrain.algorithms.common.skill_export import skill_checkpoint_config, skill_tensors
     from tests.pretrain.helpers import tiny_model
 
     model, config = tiny_model(tmp_path, backbone="crossq")
@@ -94,9 +95,10 @@ def test_crossq_actor_folds_its_batch_renormalisation_into_a_relu_mlp(tmp_path):
     features = th.randn(64, 4, generator=generator)
     with th.no_grad():
         th.testing.assert_close(actor(features[:, :2], features[:, 2:]), model.actor(features, deterministic=True))
-    written = checkpoint_config(config, 2, [-1.0, -1.0], [1.0, 1.0], {})
+    written = skill_checkpoint_config(config, "unit", True, 2, Box(-1.0, 1.0, (2,)), {})
     assert written["actor_activation"] == "relu" and written["format_version"] == 3
-    assert "actor_activation" not in checkpoint_config(load_config("point_mass"), 2, [-1.0], [1.0], {})
+    assert "actor_activation" not in skill_checkpoint_config(load_config("point_mass"), "unit", True, 2,
+                                                             Box(-1.0, 1.0, (1,)), {})
 
 
 def test_exported_folder_records_held_out_results_and_loads_from_the_fake_hub(tmp_path, monkeypatch):

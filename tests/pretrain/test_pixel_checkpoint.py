@@ -13,8 +13,8 @@ import pytest
 
 from metra_gym.skill_checkpoint.format import CheckpointError, read_config
 from metra_gym.skill_env import SkillEnv
+from pretrain.config import load_config
 from pretrain.export import export_untrained
-from pretrain.run.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 # 32 x 32 frames through 3 convolutions (32 -> 15 -> 6 -> 2), small heads: a pixel checkpoint in a second.

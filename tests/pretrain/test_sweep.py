@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from pretrain.cli import main
-from pretrain.run.config import ConfigError, load_config
+from pretrain.config import ConfigError, load_config
 from pretrain.run.trainer import train
 from pretrain.sweep import sweep
 from pretrain.sweep.summary import summarize, write_summary

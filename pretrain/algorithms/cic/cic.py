@@ -61,10 +61,13 @@ from torch import nn
 
 from metra_gym.networks import mlp
 from metra_gym.skill_priors import UNIFORM
-from pretrain.algorithms import REGISTRY
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.skill_learner import SkillLearner
+from pretrain.config import REGISTRY, PretrainConfig
+
+DEFAULTS = PretrainConfig()  # the one source of defaults: the learner's are the configuration's
+OWN = REGISTRY["cic"].learner_defaults
 
 # k-NN distances from g(s') (URLB) or from g(s) (the CSF fork), to the g(s'); the registry lists the choices.
 KNN_QUERIES = REGISTRY["cic"].choices["cic_knn_query"][0]
@@ -78,7 +81,7 @@ class CICLearner(SkillLearner):
     :param obs_dim: size of the (normalised) observation.
     :param skill_dim: D, the size of z and of every embedding (URLB: 64).
     :param discrete_skills: one-hot skills instead of uniform draws in [0, 1]^D.
-    :param cic_net_arch: hidden widths of g, f and h (ReLU).
+    :param cic_net_arch: hidden widths of g, f and h (ReLU); None: the default configuration's.
     :param cic_learning_rate: Adam learning rate of g, f and h.
     :param temperature: T of the contrastive logits.
     :param knn_k: k, the neighbours of the entropy estimate (itself included); at most the batch size.
@@ -93,8 +96,9 @@ class CICLearner(SkillLearner):
     skill_prior: ClassVar[str] = UNIFORM
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, cic_net_arch: list[int] | None = None,
-                 cic_learning_rate: float = 1e-4, temperature: float = 0.5, knn_k: int = 16, knn_clip: float = 5e-4,
-                 knn_query: str = "next_state", project_skill: bool = True,
+                 cic_learning_rate: float = DEFAULTS.learning_rate, temperature: float = OWN["temperature"],
+                 knn_k: int = OWN["knn_k"], knn_clip: float = OWN["knn_clip"], knn_query: str = OWN["knn_query"],
+                 project_skill: bool = OWN["project_skill"],
                  optimizer_kwargs: dict[str, Any] | None = None) -> None:
         super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
         if knn_k < 1:
@@ -102,7 +106,7 @@ class CICLearner(SkillLearner):
         if knn_query not in KNN_QUERIES:
             raise ValueError(f"knn_query must be one of {', '.join(KNN_QUERIES)}, got {knn_query!r}")
         self.temperature, self.knn_k, self.knn_clip, self.knn_query = temperature, knn_k, knn_clip, knn_query
-        hidden = list(cic_net_arch or [1024, 1024])
+        hidden = list(cic_net_arch or DEFAULTS.phi_hidden)
         self.state_net = mlp(obs_dim, hidden, skill_dim, nn.ReLU)            # g(s)
         self.pred_net = mlp(2 * skill_dim, hidden, skill_dim, nn.ReLU)       # f(g(s), g(s')): the transition key
         self.skill_net = mlp(skill_dim, hidden, skill_dim, nn.ReLU) if project_skill else nn.Identity()  # h(z)
@@ -176,9 +180,8 @@ class CIC(SkillAlgorithm, SkillSAC):
     """CIC on SAC, with the CIC paper's learner settings and the METRA paper's SAC settings (:meth:`on_backbone`
     gives it on CrossQ or TQC).
 
-    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
-    The skill learner's (:class:`CICLearner`) may be given as keywords of their own: ``cic_net_arch``,
-    ``cic_learning_rate``, ``temperature``, ``knn_k``, ``knn_clip``, ``knn_query``, ``project_skill``.
+    The skill learner's (:class:`CICLearner`) hyperparameters are keywords of their own.
     """
 
     algo = "cic"
+    learner_class = CICLearner

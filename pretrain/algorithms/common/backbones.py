@@ -35,10 +35,9 @@ from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples
 from stable_baselines3.common.utils import polyak_update
 from torch import nn
 
-from pretrain.algorithms import BACKBONES, INITS
 from pretrain.algorithms.common.policies import SkillSACPolicy, SkillTQCPolicy
 from pretrain.algorithms.common.skill_learner import SkillLearner
-from pretrain.algorithms.common.skills import validate_skill_spec
+from pretrain.config import BACKBONES, INITS, validate_skill_spec
 
 # target_entropy="auto_half": -|A| / 2, METRA's (and its baselines') target entropy; "auto" keeps SB3's -|A|.
 AUTO_HALF = "auto_half"
@@ -277,8 +276,8 @@ class SkillDiscoveryMixin:
 
     def load_replay_buffer(self, path: str | Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
         """SB3's ``load_replay_buffer``; a run state's buffer (``run_state/latest`` or its ``replay_buffer.pkl``,
-        saved in segments by :mod:`pretrain.run.replay_segments`) loads too."""
-        from pretrain.run.replay_segments import META, load_replay
+        saved in segments by :mod:`pretrain.algorithms.common.replay_segments`) loads too."""
+        from pretrain.algorithms.common.replay_segments import META, load_replay
 
         if isinstance(path, (str, Path)):
             path = Path(path)

@@ -24,6 +24,7 @@ class PhiLearner(SkillLearner):
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ("phi_optimizer",)
+    has_phi: ClassVar[bool] = True
 
     @property
     def trained_phi(self) -> nn.Module:

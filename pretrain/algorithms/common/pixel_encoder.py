@@ -49,6 +49,11 @@ from metra_gym.networks import (  # noqa: F401  (re-exported: the CNN's names in
 )
 
 
+def encoder_channels(channels: Sequence[int] | None) -> tuple[int, ...]:
+    """The output channels of the CNN's convolutions: those given (a config's ``encoder_channels``), else the paper's."""
+    return tuple(channels or PAPER_CHANNELS)
+
+
 def image_layout(space: spaces.Box) -> tuple[int, int, int, bool]:
     """``(channels, height, width, channels_first)`` of a 3-d image space, by SB3's own heuristic (the channel axis
     is the smallest; channels-first if it is the first)."""

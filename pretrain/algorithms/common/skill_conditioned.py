@@ -9,7 +9,8 @@ import gymnasium as gym
 import numpy as np
 
 from metra_gym.skill_priors import UNIT, check_prior
-from pretrain.algorithms.common.skills import sample_skills, validate_skill_spec
+from pretrain.algorithms.common.skills import sample_skills
+from pretrain.config import validate_skill_spec
 
 
 class SkillConditioned(gym.Wrapper):
@@ -17,7 +18,7 @@ class SkillConditioned(gym.Wrapper):
 
     A flat observation becomes ``[obs, z]`` (float32); an image observation (uint8, ``(H, W, C)``) becomes the
     Dict ``{"pixels": image, "skill": z}``, so that pixels stay uint8 (SB3 transposes and scales them, and
-    :class:`pretrain.run.pixel_replay.FrameStackReplayBuffer` stores each frame once).
+    :class:`pretrain.algorithms.common.pixel_replay.FrameStackReplayBuffer` stores each frame once).
 
     ``reset(options={"skill": z})`` runs a chosen skill instead (evaluation). The skill is drawn from the
     environment's own ``np_random``, so seeding the environment seeds the skills. ``info["skill"]`` holds z.

@@ -34,6 +34,12 @@ class SkillLearner(nn.Module):
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ()
+    # Whether the learner has a state representation ``phi`` (a :class:`metra_gym.networks.PhiNetwork`), which a skill
+    # checkpoint holds beside the actor and zero-shot goal reaching needs.
+    has_phi: ClassVar[bool] = False
+    # Whether it has q(z | s) (DIAYN's discriminator: ``skill_posterior`` under the PhiNetwork layout), which a state
+    # skill checkpoint holds so that zero-shot goal reaching can pick the skill q(z | g) finds likeliest.
+    has_skill_posterior: ClassVar[bool] = False
     fixed_rate_optimizers: ClassVar[tuple[str, ...]] = ()
     # The prior p(z) of continuous skills, a name of metra_gym.skill_priors (discrete skills: uniform one-hots).
     skill_prior: ClassVar[str] = UNIT

@@ -9,17 +9,6 @@ import numpy as np
 from metra_gym.skill_priors import UNIT, draw_continuous
 
 
-def validate_skill_spec(skill_dim: int, discrete: bool) -> None:
-    """Raise a clear ``ValueError`` for a skill dimension METRA cannot use."""
-    if not isinstance(skill_dim, (int, np.integer)) or skill_dim < 1:
-        raise ValueError(f"skill_dim must be an integer >= 1, got {skill_dim!r}")
-    if discrete and skill_dim < 2:
-        raise ValueError(
-            "discrete skills need skill_dim >= 2: with one skill the zero-centred reward is 0/0; "
-            "use skill_dim >= 2 or continuous skills"
-        )
-
-
 def sample_skills(rng: np.random.Generator, n: int, skill_dim: int, discrete: bool, prior: str = UNIT) -> np.ndarray:
     """Draw ``n`` skills from the prior: uniform one-hots, or continuous skills of ``prior``."""
     if discrete:

@@ -54,6 +54,10 @@ from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.learner_parts import GaussianMLP
 from pretrain.algorithms.common.skill_learner import SkillLearner
+from pretrain.config import REGISTRY, PretrainConfig
+
+DEFAULTS = PretrainConfig()  # the one source of defaults: the learner's are the configuration's
+OWN = REGISTRY["dads"].learner_defaults
 
 LOG_RATIO_CLIP = 50.0  # official: exp(clip(log q_i - log q, -50, 50))
 
@@ -75,7 +79,8 @@ class DADSLearner(SkillLearner):
     skill_prior: ClassVar[str] = GAUSSIAN
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, dynamics_net_arch: list[int] | None = None,
-                 dynamics_learning_rate: float = 1e-4, alt_skills: int = 100, batch_norm: bool = True,
+                 dynamics_learning_rate: float = DEFAULTS.learning_rate, alt_skills: int = OWN["alt_skills"],
+                 batch_norm: bool = OWN["batch_norm"],
                  optimizer_kwargs: dict[str, Any] | None = None) -> None:
         super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
         if alt_skills < 1:
@@ -135,9 +140,8 @@ class DADSLearner(SkillLearner):
 class DADS(SkillAlgorithm, SkillSAC):
     """DADS on SAC (off-policy), as the METRA paper trains it (:meth:`on_backbone` gives it on CrossQ or TQC).
 
-    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
-    The skill learner's (:class:`DADSLearner`) may be given as keywords of their own: ``dynamics_net_arch``,
-    ``dynamics_learning_rate``, ``alt_skills``, ``batch_norm``.
+    The skill learner's (:class:`DADSLearner`) hyperparameters are keywords of their own.
     """
 
     algo = "dads"
+    learner_class = DADSLearner

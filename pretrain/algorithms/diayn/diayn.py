@@ -47,6 +47,10 @@ from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.learner_parts import GaussianMLP
 from pretrain.algorithms.common.skill_learner import SkillLearner
+from pretrain.config import REGISTRY, PretrainConfig
+
+DEFAULTS = PretrainConfig()  # the one source of defaults: the learner's are the configuration's
+OWN = REGISTRY["diayn"].learner_defaults
 
 
 class DIAYNLearner(SkillLearner):
@@ -55,21 +59,24 @@ class DIAYNLearner(SkillLearner):
     :param obs_dim: size of the (normalised) observation.
     :param skill_dim: D, the size of z.
     :param discrete_skills: one-hot skills (categorical q) instead of N(0, I) draws (Gaussian q).
-    :param discriminator_net_arch: hidden widths of the discriminator (ReLU), of its std network too.
+    :param discriminator_net_arch: hidden widths of the discriminator (ReLU), of its std network too; None: the
+        default configuration's.
     :param discriminator_learning_rate: Adam learning rate of the discriminator.
     :param learn_std: continuous skills: a state-dependent std network (official) instead of a fixed std of 1.
     :param optimizer_kwargs: extra Adam arguments.
     """
 
     optimizer_names: ClassVar[tuple[str, ...]] = ("discriminator_optimizer",)
+    has_skill_posterior: ClassVar[bool] = True
     skill_prior: ClassVar[str] = GAUSSIAN
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool,
-                 discriminator_net_arch: list[int] | None = None, discriminator_learning_rate: float = 1e-4,
-                 learn_std: bool = True, optimizer_kwargs: dict[str, Any] | None = None) -> None:
+                 discriminator_net_arch: list[int] | None = None,
+                 discriminator_learning_rate: float = DEFAULTS.learning_rate, learn_std: bool = OWN["learn_std"],
+                 optimizer_kwargs: dict[str, Any] | None = None) -> None:
         super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
         # Discrete skills use only the mean network, as logits.
-        self.discriminator = GaussianMLP(obs_dim, skill_dim, list(discriminator_net_arch or [1024, 1024]),
+        self.discriminator = GaussianMLP(obs_dim, skill_dim, list(discriminator_net_arch or DEFAULTS.phi_hidden),
                                          learn_std=learn_std and not discrete_skills)
         self.discriminator_optimizer = th.optim.Adam(self.discriminator.parameters(),
                                                      lr=discriminator_learning_rate, **self.optimizer_kwargs)
@@ -101,9 +108,8 @@ class DIAYNLearner(SkillLearner):
 class DIAYN(SkillAlgorithm, SkillSAC):
     """DIAYN on SAC, as the METRA paper trains it (:meth:`on_backbone` gives it on CrossQ or TQC).
 
-    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
-    The skill learner's (:class:`DIAYNLearner`) may be given as keywords of their own:
-    ``discriminator_net_arch``, ``discriminator_learning_rate``, ``learn_std``.
+    The skill learner's (:class:`DIAYNLearner`) hyperparameters are keywords of their own.
     """
 
     algo = "diayn"
+    learner_class = DIAYNLearner

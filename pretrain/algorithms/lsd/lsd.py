@@ -46,6 +46,9 @@ from metra_gym.networks import PhiNetwork
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.phi_learner import PhiLearner
+from pretrain.config import PretrainConfig
+
+DEFAULTS = PretrainConfig()  # the one source of defaults: the learner's are the configuration's
 
 
 def spectrally_normalised(phi: PhiNetwork, n_power_iterations: int = 1) -> PhiNetwork:
@@ -88,19 +91,19 @@ class LSDLearner(PhiLearner):
     :param obs_dim: size of the (normalised) observation; phi never sees the skill.
     :param skill_dim: D, the size of z and of phi's output.
     :param discrete_skills: one-hot skills (zero-centred in the reward) instead of unit vectors.
-    :param phi_net_arch: hidden widths of phi (ReLU).
+    :param phi_net_arch: hidden widths of phi (ReLU); None: the default configuration's.
     :param phi_learning_rate: Adam learning rate of phi.
     :param n_power_iterations: power-method steps for sigma(W) per training forward pass (official: 1).
     :param optimizer_kwargs: extra Adam arguments.
     """
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, phi_net_arch: list[int] | None = None,
-                 phi_learning_rate: float = 1e-4, n_power_iterations: int = 1,
+                 phi_learning_rate: float = DEFAULTS.learning_rate, n_power_iterations: int = 1,
                  optimizer_kwargs: dict[str, Any] | None = None) -> None:
         super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
         # The trained network; `phi` (below) is its plain, exportable copy.
         self.lipschitz_phi = spectrally_normalised(
-            PhiNetwork(obs_dim, skill_dim, list(phi_net_arch or [1024, 1024])), n_power_iterations)
+            PhiNetwork(obs_dim, skill_dim, list(phi_net_arch or DEFAULTS.phi_hidden)), n_power_iterations)
         self.phi_optimizer = th.optim.Adam(self.lipschitz_phi.parameters(), lr=phi_learning_rate,
                                            **self.optimizer_kwargs)
 
@@ -126,9 +129,8 @@ class LSDLearner(PhiLearner):
 class LSD(SkillAlgorithm, SkillSAC):
     """LSD on SAC, as the METRA paper trains it (:meth:`on_backbone` gives it on CrossQ or TQC).
 
-    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
-    The skill learner's (:class:`LSDLearner`) may be given as keywords of their own: ``phi_net_arch``,
-    ``phi_learning_rate``.
+    The skill learner's (:class:`LSDLearner`) hyperparameters are keywords of their own (``phi_net_arch``, ...).
     """
 
     algo = "lsd"
+    learner_class = LSDLearner

@@ -33,6 +33,10 @@ from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.phi_learner import PhiLearner
 from pretrain.algorithms.common.pixel_encoder import PixelPhiNetwork
+from pretrain.config import REGISTRY, PretrainConfig
+
+DEFAULTS = PretrainConfig()  # the one source of defaults: the learner's are the configuration's
+OWN = REGISTRY["metra"].learner_defaults
 
 
 class METRALearner(PhiLearner):
@@ -42,7 +46,7 @@ class METRALearner(PhiLearner):
     :param obs_dim: size of the (normalised) observation; phi never sees the skill.
     :param skill_dim: D, the size of z and of phi's output.
     :param discrete_skills: one-hot skills (zero-centred in the reward) instead of unit vectors.
-    :param phi_net_arch: hidden widths of phi (ReLU).
+    :param phi_net_arch: hidden widths of phi (ReLU); None: the default configuration's.
     :param phi_encoder: for pixel observations, the keyword arguments of phi's own
         :class:`~pretrain.algorithms.common.pixel_encoder.PixelEncoder` (then ``obs_dim`` is not used).
     :param phi_learning_rate: Adam learning rate of phi.
@@ -56,12 +60,12 @@ class METRALearner(PhiLearner):
     fixed_rate_optimizers: ClassVar[tuple[str, ...]] = ("dual_optimizer",)  # lambda keeps its own learning rate
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool, phi_net_arch: list[int] | None = None,
-                 phi_encoder: dict[str, Any] | None = None,
-                 phi_learning_rate: float = 1e-4, dual_learning_rate: float = 1e-4, dual_slack: float = 1e-3,
-                 dual_lam_init: float = 30.0, optimizer_kwargs: dict[str, Any] | None = None) -> None:
+                 phi_encoder: dict[str, Any] | None = None, phi_learning_rate: float = DEFAULTS.learning_rate,
+                 dual_learning_rate: float = OWN["dual_learning_rate"], dual_slack: float = OWN["dual_slack"],
+                 dual_lam_init: float = OWN["dual_lam_init"], optimizer_kwargs: dict[str, Any] | None = None) -> None:
         super().__init__(obs_dim, skill_dim, discrete_skills, optimizer_kwargs)
         self.dual_slack = dual_slack
-        hidden = list(phi_net_arch or [1024, 1024])
+        hidden = list(phi_net_arch or DEFAULTS.phi_hidden)
         self.phi = (PhiNetwork(obs_dim, skill_dim, hidden) if phi_encoder is None
                     else PixelPhiNetwork(phi_encoder, skill_dim, hidden))
         # lambda is kept in log space so that it stays positive (official code: log_dual_lam).
@@ -103,9 +107,9 @@ class METRA(SkillAlgorithm, SkillSAC):
         >>> model = METRA("MlpPolicy", "metra/PointMass-v0", skill_dim=2, learning_starts=100)
         >>> _ = model.learn(200)
 
-    Parameters: :class:`~pretrain.algorithms.common.algorithm.SkillAlgorithm` (defaults: the training config's).
-    The skill learner's (:class:`METRALearner`) may be given as keywords of their own: ``phi_net_arch``,
-    ``phi_learning_rate``, ``dual_learning_rate``, ``dual_slack``, ``dual_lam_init``.
+    The skill learner's (:class:`METRALearner`) hyperparameters are keywords of their own (``phi_net_arch``,
+    ``dual_slack``, ...).
     """
 
     algo = "metra"
+    learner_class = METRALearner

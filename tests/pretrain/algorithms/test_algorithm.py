@@ -9,41 +9,41 @@ import pytest
 import torch as th
 
 import metra_gym
-from pretrain.algorithms import algorithm_class, skill_learner
+from pretrain.algorithms import algorithm_class
 from pretrain.algorithms.common.skill_conditioned import SkillConditioned
 from pretrain.algorithms.metra import METRA
 from pretrain.cli import main
-from pretrain.run.config import ALGORITHM_SKILL_SPACES, ALGORITHMS, PretrainConfig, load_config
+from pretrain.config import ALGORITHM_SKILL_SPACES, ALGORITHMS, PretrainConfig, load_config
 from pretrain.run.envs import env_factory, training_env
 from pretrain.run.model import build_model
 
 SWIMMER_KWARGS = {"exclude_current_positions_from_observation": False}
 SMALL = {"learning_starts": 50, "batch_size": 32, "gradient_steps": 2, "train_freq": (50, "step"),
-         "buffer_size": 1000, "policy_kwargs": {"net_arch": [16, 16]}}
+         "buffer_size": 2000, "policy_kwargs": {"net_arch": [16, 16]}}
 
 
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_a_class_built_in_python_takes_the_training_configs_defaults(algo):
     config = PretrainConfig(algo=algo, **ALGORITHM_SKILL_SPACES.get(algo, {}))  # CIC: 64 continuous skills
-    model = algorithm_class(algo)("MlpPolicy", "metra/PointMass-v0", buffer_size=1000)
+    model = algorithm_class(algo)("MlpPolicy", "metra/PointMass-v0", buffer_size=2000)
     assert type(model).__name__ == algo.upper()
     assert (model.learning_rate, model.learning_starts, model.gradient_steps, model.batch_size) == (
         config.learning_rate, config.learning_starts, config.gradient_steps, config.batch_size)
     assert model.train_freq.frequency == config.episode_steps
     assert [layer.out_features for layer in model.actor.latent_pi if isinstance(layer, th.nn.Linear)] == config.hidden
-    assert model.skill_learner_kwargs == skill_learner(config)[1]
+    assert model.skill_learner_kwargs == algorithm_class(algo).learner_kwargs(config)
     assert (model.skill_dim, model.discrete_skills) == (config.skill_dim, config.discrete_skills)
 
 
 def test_the_package_exports_every_algorithm_class():
     import pretrain
 
-    assert pretrain.__all__ == [algo.upper() for algo in ALGORITHMS]
+    assert pretrain.__all__[:len(ALGORITHMS)] == [algo.upper() for algo in ALGORITHMS]
     assert all(getattr(pretrain, algo.upper()) is algorithm_class(algo) for algo in ALGORITHMS)
 
 
 def test_learner_hyperparameters_are_keywords_of_their_own_and_policy_kwargs_merge():
-    model = METRA("MlpPolicy", "metra/PointMass-v0", buffer_size=1000, phi_net_arch=[8], dual_slack=0.01,
+    model = METRA("MlpPolicy", "metra/PointMass-v0", buffer_size=2000, phi_net_arch=[8], dual_slack=0.01,
                   policy_kwargs={"net_arch": [16]})
     assert model.skill_learner.phi.net[0].out_features == 8 and model.skill_learner.dual_slack == 0.01
     assert model.policy_kwargs["optimizer_kwargs"] == {"fused": True}  # the config's, kept beside net_arch
@@ -54,10 +54,10 @@ def test_learner_hyperparameters_are_keywords_of_their_own_and_policy_kwargs_mer
 def test_on_backbone_gives_the_algorithm_on_crossq_and_tqc():
     crossq = METRA.on_backbone("crossq")
     assert crossq is algorithm_class("metra", "crossq") and crossq.__name__ == "METRACrossQ"
-    model = crossq("MlpPolicy", "metra/PointMass-v0", buffer_size=1000)
+    model = crossq("MlpPolicy", "metra/PointMass-v0", buffer_size=2000)
     assert model.policy_kwargs["optimizer_kwargs"]["betas"] == (0.5, 0.999)
     assert "tau" not in crossq.config_kwargs(PretrainConfig(backbone="crossq"))  # CrossQ has no target networks
-    assert type(algorithm_class("lsd", "tqc")("MlpPolicy", "metra/PointMass-v0", buffer_size=1000)).__name__ == "LSDTQC"
+    assert type(algorithm_class("lsd", "tqc")("MlpPolicy", "metra/PointMass-v0", buffer_size=2000)).__name__ == "LSDTQC"
     assert METRA.on_backbone("sac") is METRA
     with pytest.raises(ValueError, match="backbone must be one of sac, crossq, tqc, got 'ppo'"):
         METRA.on_backbone("ppo")
@@ -104,7 +104,7 @@ def test_a_plain_env_trains_saves_loads_and_exports_skills_that_skill_env_runs(t
 
 
 def test_a_model_loaded_without_an_env_cannot_export_and_says_how(tmp_path):
-    from pretrain.run.config import ConfigError
+    from pretrain.config import ConfigError
 
     model = METRA("MlpPolicy", "metra/PointMass-v0", **SMALL)
     model.save(tmp_path / "model.zip")
@@ -137,3 +137,38 @@ def test_load_conditions_a_plain_env_with_the_saved_skill_space_from_a_path_or_a
     for model in (from_file, from_stem):
         env = model.get_env().envs[0]
         assert model.observation_space.shape == (5,) and env.get_wrapper_attr("discrete")
+
+
+def test_a_model_built_in_python_trains_what_the_cli_trains_from_the_default_config(tmp_path):
+    """``METRA("MlpPolicy", env_id)`` and ``metra-pretrain train`` on a config that names only the environment, with
+    the same seed and the same few changes (given in each one's words): the same environments (8 copies of episodes
+    of the length asked, not the id's own 200 steps; the environment's preset normaliser), the same transitions and
+    the same updates, epoch after epoch."""
+    (tmp_path / "cheetah.yaml").write_text("env_id: metra/HalfCheetah-v0\n")
+    run = tmp_path / "run"
+    epochs, steps = 3, 8 * 100  # updates in epochs 2 and 3
+    assert main(["train", "--no-progress", "--config", str(tmp_path / "cheetah.yaml"), "--run-dir", str(run),
+                 "--set", f"epochs={epochs}", "--set", "episode_steps=100", "--set", f"learning_starts={steps}",
+                 "--set", "gradient_steps=4",
+                 "--set", "net_width=32", "--set", "torch_threads=1", "--set", "eval_skills=2",
+                 "--set", "save_every=1"]) == 0
+    by_cli = METRA.load(run / "run_state" / "latest" / "model.zip")
+    by_cli.load_replay_buffer(run / "run_state" / "latest")
+
+    in_python = METRA("MlpPolicy", "metra/HalfCheetah-v0", seed=0, episode_steps=100, learning_starts=steps,
+                      gradient_steps=4, policy_kwargs={"net_arch": [32, 32]})
+    venv = in_python.get_env()
+    assert (venv.num_envs, venv.get_attr("normalizer_name")[0], in_python.normalizer) == (8, "half_cheetah",
+                                                                                          "half_cheetah")
+    assert venv.get_attr("spec")[0].max_episode_steps == 100 and venv.get_attr("skill_prior")[0] == "unit"
+    in_python.learn(epochs * steps)
+
+    assert by_cli.num_timesteps == in_python.num_timesteps == epochs * steps
+    for name in ("observations", "next_observations", "actions", "dones"):
+        np.testing.assert_array_equal(getattr(by_cli.replay_buffer, name), getattr(in_python.replay_buffer, name),
+                                      err_msg=name)
+    for network in ("actor", "critic", "skill_learner"):
+        for (key, a), b in zip(getattr(by_cli, network).state_dict().items(),
+                               getattr(in_python, network).state_dict().values()):
+            assert th.equal(a, b), f"{network}.{key}"
+    assert by_cli._n_updates == in_python._n_updates == 2 * 4

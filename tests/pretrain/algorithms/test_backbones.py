@@ -11,10 +11,10 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.skill_conditioned import SkillConditioned
+from pretrain.algorithms.common.vec_env import NoCopyDummyVecEnv
 from pretrain.algorithms.diayn import DIAYN
-from pretrain.run.config import load_config
+from pretrain.config import load_config
 from pretrain.run.envs import env_factory
-from pretrain.run.vec_env import NoCopyDummyVecEnv
 from tests.pretrain.helpers import tiny_model
 
 

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from pretrain.algorithms.cic import CIC, CICLearner
-from pretrain.evaluation.coverage import SkillRollouts, coverage
-from pretrain.run.config import load_config
+from pretrain.config import load_config
+from pretrain.run.coverage import SkillRollouts, coverage
 from pretrain.run.envs import env_factory, training_env
 from pretrain.run.trainer import train
 from tests.pretrain.helpers import random_policy_coverage, skill_step_batch, tiny_model

@@ -11,8 +11,8 @@ from torch import nn
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.common.skills import evaluation_skills
 from pretrain.algorithms.diayn import DIAYN, DIAYNLearner
-from pretrain.evaluation.coverage import SkillRollouts
-from pretrain.run.config import load_config
+from pretrain.config import load_config
+from pretrain.run.coverage import SkillRollouts
 from pretrain.run.envs import env_factory, training_env
 from pretrain.run.trainer import train
 from tests.pretrain.helpers import random_policy_coverage, tiny_model

@@ -4,9 +4,9 @@ after a kill exactly as the straight run goes on (the learners' own maths is tes
 import pytest
 import torch as th
 
-from pretrain.algorithms import REGISTRY, skill_learner
+from pretrain.algorithms import algorithm_class
 from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.run.config import ALGORITHMS, PretrainConfig, load_config
+from pretrain.config import ALGORITHMS, REGISTRY, PretrainConfig, load_config
 from pretrain.run.run_config import read_run_config
 from pretrain.run.trainer import train
 from tests.pretrain.helpers import tiny_model
@@ -15,7 +15,8 @@ from tests.pretrain.run.test_run_state import _assert_same_training
 
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_a_resumed_learning_rate_reaches_the_networks_optimisers_only(algo):
-    learner_class, kwargs = skill_learner(PretrainConfig(algo=algo, **REGISTRY[algo].skill_space))
+    cls = algorithm_class(algo)
+    learner_class, kwargs = cls.learner_class, cls.learner_kwargs(PretrainConfig(algo=algo, **REGISTRY[algo].skill_space))
     learner = learner_class(obs_dim=3, skill_dim=4, discrete_skills=False, **kwargs)
     before = {name: getattr(learner, name).param_groups[0]["lr"] for name in learner.optimizer_names}
     learner.set_learning_rate(3e-4)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch as th
 
-from pretrain.run.config import load_config
+from pretrain.algorithms.common.replay_segments import load_replay
+from pretrain.config import load_config
 from pretrain.run.model import algorithm_class
-from pretrain.run.replay_segments import load_replay
 from pretrain.run.run_config import read_run_config
 from pretrain.run.trainer import train
 from tests.pretrain.helpers import random_policy_coverage

@@ -11,7 +11,7 @@ from metra_gym.networks import PhiNetwork
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.algorithms.lsd import LSD, LSDLearner
-from pretrain.run.config import load_config
+from pretrain.config import load_config
 from pretrain.run.trainer import train
 from tests.pretrain.helpers import point_mass_coverage, skill_step_batch, tiny_model
 

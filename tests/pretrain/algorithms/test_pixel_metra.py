@@ -6,7 +6,7 @@ import torch as th
 
 from pretrain.algorithms.common.backbones import SkillSAC
 from pretrain.cli import main
-from pretrain.run.config import load_config
+from pretrain.config import load_config
 from pretrain.run.envs import env_factory, training_env
 from pretrain.run.model import build_model
 from pretrain.run.run_config import read_run_config
@@ -18,7 +18,7 @@ TINY = ["encoder_channels=[4,8,8,8]", "net_width=16", "n_envs=2", "eval_skills=2
 
 def test_pixel_model_has_its_own_encoders_and_the_lean_buffer(tmp_path):
     from pretrain.algorithms.common.pixel_encoder import PixelFeaturesExtractor, PixelPhiNetwork
-    from pretrain.run.pixel_replay import FrameStackReplayBuffer
+    from pretrain.algorithms.common.pixel_replay import FrameStackReplayBuffer
 
     config = load_config("point_mass_pixels", TINY)
     venv = training_env(config, env_factory(config))

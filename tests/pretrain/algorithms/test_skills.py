@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from pretrain.algorithms.common.skills import evaluation_skills, sample_skills, validate_skill_spec
-from pretrain.run.config import ALGORITHMS, load_config
+from pretrain.algorithms.common.skills import evaluation_skills, sample_skills
+from pretrain.config import ALGORITHMS, load_config, validate_skill_spec
 from pretrain.run.envs import env_factory, training_env
 
 

@@ -1,8 +1,8 @@
 import json
 
+from pretrain.config import load_config
 from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
 from pretrain.export import export_untrained
-from pretrain.run.config import load_config
 
 
 def test_coverage_of_a_checkpoint_without_phi_needs_no_phi(tmp_path):

@@ -1,8 +1,8 @@
 import json
 
+from pretrain.config import load_config
 from pretrain.evaluation.goal_reaching import goal_eval
 from pretrain.export import export_run
-from pretrain.run.config import load_config
 from pretrain.run.trainer import train
 
 
@@ -39,7 +39,7 @@ def test_a_bundled_checkpoint_of_an_older_release_gets_its_untrained_baseline_an
     """The bundled half_cheetah's provenance lists cic_knn_k at the default of the release that wrote it (12, now
     16): an option of another algorithm, which building the untrained baseline must drop, not refuse."""
     from metra_gym.skill_policy import SkillPolicy
-    from pretrain.run.config import PretrainConfig
+    from pretrain.config import PretrainConfig
 
     recorded = SkillPolicy.from_pretrained("half_cheetah").config["provenance"]["config"]
     assert recorded["cic_knn_k"] != PretrainConfig().cic_knn_k  # what makes this case; else pick another checkpoint

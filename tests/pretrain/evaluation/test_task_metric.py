@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from metra_gym.registration import TASK_SUCCESS_KEY
-from pretrain.evaluation.coverage import CoverageTracker, SkillRollouts
 from pretrain.run.callbacks import TrainingCoverage, training_task_metrics
 from pretrain.run.collector import Batch
+from pretrain.run.coverage import CoverageTracker, SkillRollouts
 
 
 class _Tasks(gym.Env):
@@ -134,8 +134,8 @@ pytest.importorskip("gymnasium_robotics")
 
 @pytest.fixture(scope="module")
 def untrained_kitchen(tmp_path_factory):
+    from pretrain.config import load_config
     from pretrain.export import export_untrained
-    from pretrain.run.config import load_config
 
     out = tmp_path_factory.mktemp("kitchen") / "untrained"
     return export_untrained(load_config("kitchen_state", ["net_width=32"]), out)

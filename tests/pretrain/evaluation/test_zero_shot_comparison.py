@@ -10,9 +10,9 @@ import torch
 
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_policy import SkillPolicy
+from pretrain.config import load_config
 from pretrain.evaluation.goal_reaching import checkpoint_with_goal_skill, goal_eval
 from pretrain.export import export_untrained
-from pretrain.run.config import load_config
 from pretrain.run.trainer import train
 
 TINY = ["epochs=1", "learning_starts=100", "net_width=16", "torch_threads=1", "save_replay_buffer=false",

@@ -12,8 +12,8 @@ import pytest
 import torch as th
 
 from pretrain.algorithms.common.backbones import SkillSAC
-from pretrain.run.config import load_config
-from pretrain.run.replay_segments import load_replay
+from pretrain.algorithms.common.replay_segments import load_replay
+from pretrain.config import load_config
 from pretrain.run.run_config import read_run_config
 from pretrain.run.trainer import train
 from tests.pretrain.run.test_run_state import ROOT, TINY, _assert_same_training

@@ -5,7 +5,7 @@ import numpy as np
 
 import metra_gym  # noqa: F401
 from metra_gym.envs.normalization import PRESETS
-from pretrain.run.env_wrappers import NormalizeObservationPreset
+from pretrain.algorithms.common.normalization import NormalizeObservationPreset
 
 
 def test_preset_normaliser_matches_the_formula():

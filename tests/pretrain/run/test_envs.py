@@ -11,10 +11,11 @@ import yaml
 
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_policy import SkillPolicy
+from pretrain.algorithms.common.normalization import FIT_EPISODES, fit_normalizer
+from pretrain.config import build_config
 from pretrain.export import export_run
-from pretrain.run.config import build_config
 from pretrain.run.env_wrappers import AddCoordinates
-from pretrain.run.envs import FIT_EPISODES, env_factory, fit_normalizer, raw_env_factory
+from pretrain.run.envs import env_factory, raw_env_factory
 from pretrain.run.trainer import train
 
 TINY = {"epochs": 1, "n_envs": 2, "episode_steps": 50, "learning_starts": 100, "net_width": 16, "gradient_steps": 5,

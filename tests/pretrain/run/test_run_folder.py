@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import yaml
 
+from metra_gym.atomic_files import write_text_atomic
 from pretrain.cli import main
+from pretrain.config import ConfigError, PretrainConfig, load_config
 from pretrain.run import run_state
-from pretrain.run.config import ConfigError, PretrainConfig, load_config
-from pretrain.run.run_config import read_run_config
-from pretrain.run.run_state import ResumeError, RunFolderLock, write_text_atomic
+from pretrain.run.run_config import check_config_unchanged, read_run_config, save_config
+from pretrain.run.run_state import ResumeError, RunFolderLock
 from pretrain.run.trainer import train
 
 TINY = ["net_width=16", "n_envs=2", "learning_starts=100", "torch_threads=1", "eval_skills=4", "gradient_steps=5",
@@ -72,13 +73,93 @@ def test_a_config_yaml_edited_after_the_start_is_refused_by_resume_and_export(ru
 
 
 def test_keys_a_resume_may_change_are_not_compared(run):
-    """config.yaml records a resume's --set values as soon as it starts, before its first save."""
+    """config.yaml records a resume's --set values as soon as it starts, before its first save (as metra-pretrain
+    writes it; the same values edited by hand are refused: below)."""
     state = json.loads((run / "run_state" / "latest" / "state.json").read_text())
     assert state["config"]["epochs"] == 1
-    _edit_config(run, epochs=5, learning_rate=3e-4)
-    run_state.check_config_unchanged(state, read_run_config(run).to_dict(), run, ["epochs", "learning_rate"])
+    save_config(read_run_config(run, {"epochs": 5, "learning_rate": 3e-4}), run)
+    check_config_unchanged(state["config"], read_run_config(run).to_dict(), run, ["epochs", "learning_rate"])
     with pytest.raises(ResumeError, match=r"epochs \(config.yaml 5, run state 1\)"):
-        run_state.check_config_unchanged(state, read_run_config(run).to_dict(), run, ["learning_rate"])
+        check_config_unchanged(state["config"], read_run_config(run).to_dict(), run, ["learning_rate"])
+
+
+def _edit_text(run: Path, key: str, value: str) -> None:
+    """Change one value of config.yaml as a person does in an editor (its first line, the sha256, stays)."""
+    path = run / "config.yaml"
+    lines = [f"{key}: {value}" if line.startswith(f"{key}:") else line for line in path.read_text().splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [
+    ("epochs", "5", "epochs (config.yaml 5, run state 1)"),
+    ("eval_every", "3", "eval_every (config.yaml 3, run state 20)"),
+    ("learning_rate", "0.5", "learning_rate (config.yaml 0.5, run state 0.001)"),
+])
+def test_a_key_a_resume_may_change_edited_by_hand_is_refused_by_resume_and_export(run, capsys, key, value, named):
+    """What a resume may change goes through --set (recorded at its next save); an edit in the file is refused."""
+    before = (run / "run_state" / "latest" / "state.json").read_text()
+    _edit_text(run, key, value)
+    edited = (run / "config.yaml").read_text()
+    for args in (["train", "--no-progress", "--resume", str(run)], ["export", str(run), str(run.parent / "ckpt")]):
+        code, err = _cli(capsys, *args)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"config.yaml was edited after the run state was saved: {named}." in err
+    assert (run / "config.yaml").read_text() == edited
+    assert (run / "run_state" / "latest" / "state.json").read_text() == before and not (run.parent / "ckpt").exists()
+    _edit_text(run, key, str(yaml.safe_load(before)["config"][key]))  # restored: the run resumes
+    assert _cli(capsys, "train", "--no-progress", "--resume", str(run), "--set", "epochs=2")[0] == 0
+
+
+def test_a_resume_set_is_kept_when_the_run_is_killed_before_its_next_save(run, capsys):
+    """A resume with --set rewrites config.yaml before its first save; killed then (SIGKILL), the next --resume
+    takes it as it stands."""
+    save_config(read_run_config(run, {"epochs": 3, "eval_every": 3}), run)  # what train() writes when it resumes
+    assert json.loads((run / "run_state" / "latest" / "state.json").read_text())["config"]["epochs"] == 1
+    assert _cli(capsys, "train", "--no-progress", "--resume", str(run))[0] == 0
+    assert json.loads((run / "run_state" / "latest" / "state.json").read_text())["epoch"] == 3
+
+
+def test_epochs_below_the_epoch_reached_is_refused_and_config_yaml_stays(run, capsys):
+    assert _cli(capsys, "train", "--no-progress", "--resume", str(run), "--set", "epochs=2")[0] == 0
+    before = (run / "config.yaml").read_text()
+    code, err = _cli(capsys, "train", "--no-progress", "--resume", str(run), "--set", "epochs=1")
+    assert code == 2 and f"the run in {run} has reached epoch 2, so epochs=1 cannot be its end; give --set epochs=2 or " \
+        "more (nothing was changed)" in err
+    assert (run / "config.yaml").read_text() == before
+
+
+def _edit_state(run: Path, digest: bool = True, **values) -> None:
+    path = run / "run_state" / "latest" / "state.json"
+    state = json.loads(path.read_text())
+    if not digest:  # as an older metra-gym wrote it
+        del state[run_state.STATE_SHA256]
+    for key, value in values.items():
+        if value is None:
+            del state[key]
+        else:
+            state[key] = value
+    path.write_text(json.dumps(state))
+
+
+@pytest.mark.parametrize(("digest", "values", "message"), [
+    (True, {"epoch": 999}, "its entries differ from the sha256 recorded when it was written"),
+    (True, {"epoch": 5}, "its entries differ from the sha256 recorded when it was written"),
+    (True, {"epoch": "40"}, "epoch must be an integer >= 0, got '40'"),
+    (False, {"epoch": 5}, "does not fit the run: epoch 5 of 100 steps is 500 steps, but it records 100"),
+    (False, {"epoch": 999}, "does not fit the run: epoch 999 of 100 steps"),
+    (False, {"env_rngs": None}, "env_rngs is missing"),
+    (False, {"torch_rng": "garbled!"}, "an RNG state does not decode"),
+    (False, {"torch_rng": "AAAA"}, "an RNG state cannot be restored"),
+])
+def test_an_edited_or_damaged_state_json_is_one_clear_error(run, capsys, digest, values, message):
+    _edit_state(run, digest, **values)
+    commands = [["train", "--no-progress", "--resume", str(run), "--set", "epochs=2"]]
+    if "restored" not in message:  # the RNG states are read by a resume only
+        commands.append(["export", str(run), str(run.parent / "ckpt")])
+    for args in commands:
+        code, err = _cli(capsys, *args)
+        assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (run.parent / "ckpt").exists()
 
 
 # --- the first save, killed or stopped by a full disk ----------------------------------------------------------------
@@ -201,7 +282,7 @@ def test_a_runs_files_get_the_usual_modes_for_the_umask(finished_run):
 @pytest.mark.parametrize(("umask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750),
                                                                  (0o077, 0o600, 0o700)])
 def test_temporary_files_and_folders_get_the_modes_the_umask_gives(tmp_path, umask, file_mode, folder_mode):
-    from pretrain.export import write_checkpoint
+    from metra_gym.skill_checkpoint.writer import write_checkpoint
 
     previous = os.umask(umask)
     try:
@@ -262,7 +343,7 @@ def test_a_run_saved_before_another_algorithms_default_changed_still_resumes(run
     state = json.loads(state_file.read_text())
     state["config"]["cic_knn_k"] = 12
     state_file.write_text(json.dumps(state))
-    run_state.check_config_unchanged(state, read_run_config(run).to_dict(), run)  # no error
+    check_config_unchanged(state["config"], read_run_config(run).to_dict(), run)  # no error
     _edit_config(run, cic_knn_k=5)
     with pytest.raises(ConfigError, match="'cic_knn_k' is an option of algo cic, but algo is 'metra'"):
         read_run_config(run)

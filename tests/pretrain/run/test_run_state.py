@@ -11,11 +11,11 @@ import pytest
 import torch as th
 
 from pretrain.algorithms.common.backbones import SkillSAC
+from pretrain.algorithms.common.replay_segments import load_replay
 from pretrain.cli import main
+from pretrain.config import load_config
 from pretrain.run import run_state
-from pretrain.run.config import load_config
 from pretrain.run.model import algorithm_class
-from pretrain.run.replay_segments import load_replay
 from pretrain.run.run_config import read_run_config
 from pretrain.run.trainer import train
 from tests.pretrain.helpers import tiny_model

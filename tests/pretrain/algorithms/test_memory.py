@@ -4,8 +4,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pretrain.run import memory
-from pretrain.run.config import ConfigError, load_config
+from pretrain.algorithms.common import memory
+from pretrain.config import ConfigError, load_config
 
 ANT_OBS = gym.spaces.Box(-np.inf, np.inf, (29,), np.float64)
 ANT_ACTIONS = gym.spaces.Box(-1, 1, (8,), np.float32)

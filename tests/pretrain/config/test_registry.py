@@ -1,25 +1,26 @@
-"""The registry of algorithms (pretrain.algorithms.REGISTRY): one row per algorithm that the config, the CLI and the
-classes all read, and light enough for the config and the CLI's start."""
+"""The registry of algorithms (pretrain.config.registry.REGISTRY): one row per algorithm that the config, the CLI and
+the classes all read, and light enough for the config and the CLI's start."""
 
 import dataclasses
 import inspect
 
 import pytest
 
-from pretrain.algorithms import REGISTRY, skill_learner
-from pretrain.run.config import ALGORITHM_KEYS, PretrainConfig
+from pretrain.algorithms import algorithm_class
+from pretrain.config import ALGORITHM_KEYS, REGISTRY, PretrainConfig
 from tests.metra_gym.helpers import heavy_modules_after
 
 
 def test_the_registry_and_the_config_load_without_torch():
     heavy = ("torch", "stable_baselines3", "sb3_contrib")
-    assert heavy_modules_after("pretrain, pretrain.algorithms, pretrain.run.config", "metra/Ant-v0", heavy) == []
+    assert heavy_modules_after("pretrain, pretrain.algorithms, pretrain.config", "metra/Ant-v0", heavy) == []
 
 
 @pytest.mark.parametrize("algo", list(REGISTRY))
 def test_each_row_names_keywords_its_learner_takes_and_keys_only_it_owns(algo):
     entry = REGISTRY[algo]
-    learner, kwargs = skill_learner(PretrainConfig(algo=algo, **entry.skill_space))
+    cls = algorithm_class(algo)
+    learner, kwargs = cls.learner_class, cls.learner_kwargs(PretrainConfig(algo=algo, **entry.skill_space))
     parameters = inspect.signature(learner.__init__).parameters
     assert set(kwargs) <= set(parameters) and {*entry.networks, *entry.own_keys} <= set(kwargs)
     fields = {f.name for f in dataclasses.fields(PretrainConfig)}

@@ -2,9 +2,9 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from pretrain.algorithms.common.skill_conditioned import SkillConditioned
-from pretrain.run.config import load_config
+from pretrain.algorithms.common.vec_env import NoCopyDummyVecEnv
+from pretrain.config import load_config
 from pretrain.run.envs import env_factory
-from pretrain.run.vec_env import NoCopyDummyVecEnv
 
 
 def test_no_copy_vec_env_steps_exactly_like_sb3s():

@@ -12,7 +12,7 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples, Repla
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from pretrain.algorithms.common.pixel_encoder import PixelFeaturesExtractor
-from pretrain.run.pixel_replay import FrameStackReplayBuffer
+from pretrain.algorithms.common.pixel_replay import FrameStackReplayBuffer
 
 H = W = 10
 STACK, SKILL_DIM, ACTION_DIM, N_ENVS = 3, 2, 2, 2

@@ -1,4 +1,10 @@
-"""Training configuration: one YAML file per environment, overridable from the command line."""
+"""The configuration of a pretraining run: every key, its default and its checks. The bottom layer of ``pretrain``:
+it imports no torch and nothing of ``pretrain`` but the registry of algorithms (:mod:`pretrain.config.registry`).
+
+:class:`PretrainConfig` holds the keys every algorithm shares, written out here, and the keys of each algorithm
+alone, taken from its registry row. The algorithm classes (``METRA``, ``LSD``, ...) take their defaults from it:
+it is the one source of defaults.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +12,31 @@ import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import yaml
+import numpy as np
 
-from metra_gym.envs.normalization import PRESETS
+from metra_gym.envs.normalization import PRESET_OF_ENV, PRESETS
 from metra_gym.registration import EPISODE_STEPS
-from pretrain.algorithms import BACKBONES, INITS, REGISTRY
-from pretrain.algorithms.common.skills import validate_skill_spec
+from pretrain.config.registry import BACKBONES, INITS, REGISTRY
 
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message says what to change."""
 
 
-# Choices. The algorithms, backbones and initialisations are the registry's (pretrain.algorithms, light).
+# Choices. The algorithms, backbones and initialisations are the registry's.
 ALGORITHMS = tuple(REGISTRY)
 COLLECTORS = ("sequential", "overlapped")
 FITTED = "fitted"  # normalizer: fitted: mean and std of random rollouts at the start of a run (normalizer_stats)
+# normalizer: auto: METRA's preset of the environment when it has one (PRESET_OF_ENV: metra/Ant-v0, metra/HalfCheetah-v0),
+# else none; a configuration resolves it when it is made, so that its config.yaml names the normaliser it used.
+AUTO = "auto"
 NORMALIZERS = ("none", FITTED, *PRESETS)
 MAX_ENVS = 256  # more environments in one process than this is a typo, not a plan
 # The keys only one algorithm reads (the registry's). Every other key (networks, SAC, environment, schedule) is
 # shared; every algorithm's networks take the phi width and the networks' learning rate.
 ALGORITHM_KEYS: dict[str, tuple[str, ...]] = {algo: entry.config_keys for algo, entry in REGISTRY.items()}
-_KEY_ALGORITHM = {key: algo for algo, keys in ALGORITHM_KEYS.items() for key in keys}
 # Skill spaces that an algorithm's own paper fixes (the registry's). The bundled configs set METRA's skill_dim and
 # discrete_skills for their environment, so a config switched to one of these algorithms by an override takes its
 # skill space instead, unless the overrides give skill_dim or discrete_skills too (CIC: 64 continuous skills).
@@ -39,19 +44,37 @@ ALGORITHM_SKILL_SPACES: dict[str, dict[str, Any]] = {algo: entry.skill_space for
                                                      if entry.skill_space}
 
 
+def validate_skill_spec(skill_dim: int, discrete: bool) -> None:
+    """Raise a clear ``ValueError`` for a skill dimension METRA cannot use."""
+    if not isinstance(skill_dim, (int, np.integer)) or isinstance(skill_dim, bool) or skill_dim < 1:
+        raise ValueError(f"skill_dim must be an integer >= 1, got {skill_dim!r}")
+    if discrete and skill_dim < 2:
+        raise ValueError(
+            "discrete skills need skill_dim >= 2: with one skill the zero-centred reward is 0/0; "
+            "use skill_dim >= 2 or continuous skills"
+        )
+
+
+def default_normalizer(env_id: Any) -> str:
+    """What ``normalizer: auto`` is for ``env_id``: METRA's preset of that environment, else ``none``."""
+    return PRESET_OF_ENV.get(env_id, "none") if isinstance(env_id, str) else "none"
+
+
+def key_owner(key: str) -> str | None:
+    """The algorithm that alone reads config key ``key`` (None: a shared key)."""
+    return next((algo for algo, entry in REGISTRY.items() if key in entry.keys), None)
+
+
 @dataclass
-class PretrainConfig:
-    """Everything a pretraining run depends on. Defaults are the METRA paper's values for state Ant; the keys of one
-    algorithm (:data:`ALGORITHM_KEYS`) default to its own paper's values (each algorithm's module docstring has the
-    table), and so does the skill space of an algorithm whose paper fixes it (:data:`ALGORITHM_SKILL_SPACES`, taken
-    when an override switches a config to it). Every other key (networks, SAC, environment, schedule) is shared by
-    all algorithms."""
+class SharedConfig:
+    """The keys every algorithm shares (networks, backbone, environment, schedule). Defaults are the METRA paper's
+    values for state Ant."""
 
     algo: str = "metra"
     backbone: str = "sac"                  # off-policy RL: sac (the paper's), crossq or tqc (sb3-contrib)
     env_id: str = "metra/Ant-v0"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    normalizer: str = "ant"                # none, fitted, or a preset (ant, half_cheetah)
+    normalizer: str = AUTO                 # none, fitted, a preset (ant, half_cheetah), or auto (the env's preset)
     normalizer_stats: dict[str, list[float]] | None = None  # normalizer: fitted: {mean, std}, written at the start
     # normalizer: fitted: the smallest std a dimension is divided by. null: dimensions that random actions leave
     # (almost) constant are left unscaled. A number (Kitchen's object joints, which random actions move by 1e-4,
@@ -72,7 +95,6 @@ class PretrainConfig:
     phi_width: int | None = None           # ... or phi's, and the other learners' networks (null: net_width)
     encoder_channels: list[int] | None = None  # pixels: channels of the CNN's 4 convolutions (null: 48-96-192-384)
     learning_rate: float = 1e-4            # Adam, networks: policy, critics, phi
-    dual_learning_rate: float = 1e-4       # Adam, log lambda
     alpha_learning_rate: float = 1e-4      # Adam, log alpha
     init: str = "torch"                    # "official": xavier-normal weights, zero biases
     random_warmup: bool = True             # uniform random actions until learning_starts (SB3); False: policy
@@ -86,16 +108,6 @@ class PretrainConfig:
     alpha_init: float = 0.01
     learn_alpha: bool = True
     target_entropy: float | None = None
-    dual_slack: float = 1e-3
-    dual_lam_init: float = 30.0
-    diayn_learn_std: bool = True           # diayn, continuous skills: learn the std of q(z|s') (official), else 1
-    dads_alt_skills: int = 100             # dads: L, alternative skills per transition in the reward (paper: 100)
-    dads_batch_norm: bool = True           # dads: batch-normalise the skill dynamics' input and target (official)
-    cic_temperature: float = 0.5           # cic: temperature of the contrastive logits (URLB: 0.5)
-    cic_knn_k: int = 16                    # cic: neighbours of the k-NN entropy reward (URLB: 16)
-    cic_knn_clip: float = 0.0005           # cic: clip of the normalised k-NN distances (URLB: 0.0005)
-    cic_knn_query: str = "next_state"      # cic: k-NN distances from g(s') (URLB) or g(s) ("state", the CSF fork)
-    cic_project_skill: bool = True         # cic: project z with an MLP (URLB: yes)
     timeout_done: bool = True
     eval_every: int = 100
     eval_skills: int = 48
@@ -105,6 +117,10 @@ class PretrainConfig:
     seed: int = 0
     torch_threads: int = 2
     device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.normalizer == AUTO:
+            self.normalizer = default_normalizer(self.env_id)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -125,17 +141,21 @@ class PretrainConfig:
 
     def validate(self) -> PretrainConfig:
         """Raise one :class:`ConfigError` for the first value that cannot be meant; return self otherwise."""
+        if not (isinstance(self.env_id, str) and self.env_id.strip()):
+            raise ConfigError(f"env_id must be a Gymnasium environment id (e.g. metra/Ant-v0, or "
+                              f"package.module:Env-v0), got {self.env_id!r}")
         try:
             validate_skill_spec(self.skill_dim, self.discrete_skills)
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        for name, choices in (("algo", ALGORITHMS), ("backbone", BACKBONES), ("init", INITS),
+        for name, choices in (("algo", tuple(REGISTRY)), ("backbone", BACKBONES), ("init", INITS),
                               ("collector", COLLECTORS), ("normalizer", NORMALIZERS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
+        entry = REGISTRY[self.algo]
         positive = ["n_envs", "episode_steps", "gradient_steps", "epochs", "net_width", "net_layers", "batch_size",
                     "buffer_size", "eval_every", "eval_skills", "save_every", "torch_threads", "collector_workers",
-                    "dads_alt_skills", "cic_knn_k"]
+                    *(name for name, key in entry.keys.items() if key.low == 1 and isinstance(key.default, int))]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -152,23 +172,19 @@ class PretrainConfig:
             raise ConfigError(f"seed must be an integer in [0, 2**32 - 1], got {self.seed}")
         if self.snapshot_every < 0:
             raise ConfigError(f"snapshot_every must be >= 0 (0: no snapshots), got {self.snapshot_every}")
-        for name, (choices, meaning) in REGISTRY[self.algo].choices.items():
+        for name, (choices, meaning) in entry.choices.items():
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)} ({meaning}), got {getattr(self, name)!r}")
-        if self.algo == "cic" and self.cic_knn_k > self.batch_size:
-            raise ConfigError(f"cic_knn_k ({self.cic_knn_k}) must be <= batch_size ({self.batch_size}): the k-NN "
-                              "reward looks for neighbours within a minibatch")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if self.buffer_size < max(self.batch_size, self.steps_per_epoch):
             raise ConfigError(f"buffer_size must hold at least one epoch ({self.steps_per_epoch} transitions) and one "
                               f"batch ({self.batch_size}), got {self.buffer_size}")
         # (name, lowest, highest, lowest allowed, highest allowed); NaN fails every comparison.
-        ranges = [("learning_rate", 0, None, False, None), ("dual_learning_rate", 0, None, False, None),
-                  ("alpha_learning_rate", 0, None, False, None), ("alpha_init", 0, None, False, None),
-                  ("dual_lam_init", 0, None, False, None), ("dual_slack", 0, None, True, None),
-                  ("cic_temperature", 0, None, False, None), ("cic_knn_clip", 0, None, True, None),
-                  ("gamma", 0, 1, False, True), ("tau", 0, 1, False, True)]
+        ranges = [("learning_rate", 0, None, False, None), ("alpha_learning_rate", 0, None, False, None),
+                  ("alpha_init", 0, None, False, None), ("gamma", 0, 1, False, True), ("tau", 0, 1, False, True),
+                  *((name, key.low, None, key.low_ok, None) for name, key in entry.keys.items()
+                    if key.low is not None and isinstance(key.default, float))]
         for name, low, high, low_ok, high_ok in ranges:
             value = getattr(self, name)
             above = value >= low if low_ok else value > low
@@ -176,7 +192,11 @@ class PretrainConfig:
             if not (above and below and math.isfinite(value)):
                 bound = f"{'[' if low_ok else '('}{low}, {high if high is not None else 'inf'}{']' if high_ok else ')'}"
                 raise ConfigError(f"{name} must be a finite number in {bound}, got {value}")
-        if self.backbone == "crossq" and self.tau != PretrainConfig.tau:
+        for check in entry.checks:
+            problem = check(self)
+            if problem is not None:
+                raise ConfigError(problem)
+        if self.backbone == "crossq" and self.tau != SharedConfig.tau:
             raise ConfigError(f"tau ({self.tau}) is the rate of the target networks' updates, and backbone crossq has no "
                               "target networks; remove tau, or choose backbone sac or tqc")
         if self.target_entropy is not None and not math.isfinite(self.target_entropy):
@@ -215,42 +235,19 @@ class PretrainConfig:
         return dataclasses.asdict(self)
 
 
-def builtin_configs() -> list[str]:
-    """Names of the bundled configs (``ant``, ``half_cheetah``, ``point_mass``)."""
-    return sorted(p.name[:-5] for p in resources.files("pretrain.run.configs").iterdir() if p.name.endswith(".yaml"))
+def _algorithm_fields() -> list[tuple[str, type, Any]]:
+    """The dataclass fields of every algorithm's own keys, from the registry rows."""
+    return [(name, type(key.default), field(default=key.default))
+            for entry in REGISTRY.values() for name, key in entry.keys.items()]
 
 
-def _read_yaml(name_or_path: str) -> dict[str, Any]:
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if path.is_dir():
-            raise ConfigError(f"config {path} is a folder; give a YAML file (e.g. {path / 'my_config.yaml'}) or one "
-                              f"of {builtin_configs()}")
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        text = path.read_text()
-    elif name_or_path in builtin_configs():
-        text = resources.files("pretrain.run.configs").joinpath(f"{name_or_path}.yaml").read_text()
-    else:
-        raise ConfigError(f"unknown config {name_or_path!r}: give a YAML file or one of {builtin_configs()}")
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError(f"config {name_or_path!r} is not valid YAML: {str(error).splitlines()[0]} "
-                          f"({getattr(error, 'problem_mark', '')})".replace(" ()", "")) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config {name_or_path!r} must be a mapping of keys to values")
-    return data
-
-
-def _parse_override(item: str) -> tuple[str, Any]:
-    if "=" not in item:
-        raise ConfigError(f"override {item!r} must look like key=value, e.g. epochs=100")
-    key, value = item.split("=", 1)
-    try:
-        return key.strip(), yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise ConfigError(f"override {item!r}: the value is not valid YAML; quote it") from None
+PretrainConfig = dataclasses.make_dataclass(
+    "PretrainConfig", _algorithm_fields(), bases=(SharedConfig,),
+    namespace={"__module__": __name__, "__doc__": """Everything a pretraining run depends on: the shared keys
+    (:class:`SharedConfig`; defaults: the METRA paper's values for state Ant) and each algorithm's own keys
+    (:data:`ALGORITHM_KEYS`, from its registry row; defaults: its own paper's values, each algorithm's module docstring
+    has the table). The skill space of an algorithm whose paper fixes it (:data:`ALGORITHM_SKILL_SPACES`) is taken
+    when an override switches a config to it."""})
 
 
 def build_config(values: dict[str, Any]) -> PretrainConfig:
@@ -289,7 +286,10 @@ def build_config(values: dict[str, Any]) -> PretrainConfig:
                 setattr(config, f.name, float(value))
             except (TypeError, ValueError):
                 raise ConfigError(f"config key {f.name!r} must be a number, got {value!r}") from None
-        elif value is not None and expected in (int, bool, str) and type(value) is not expected:
+        elif value is None and expected in (int, bool, str):  # `--set epochs=` is null
+            raise ConfigError(f"config key {f.name!r} must be {expected.__name__}, got nothing (null); give a value "
+                              f"or leave the key out (default: {default!r})")
+        elif expected in (int, bool, str) and type(value) is not expected:
             raise ConfigError(f"config key {f.name!r} must be {expected.__name__}, got {value!r}")
         elif expected is dict and not isinstance(value, dict):
             raise ConfigError(f"config key {f.name!r} must be a mapping of keyword arguments (e.g. "
@@ -308,41 +308,18 @@ def without_other_algorithms(values: dict[str, Any], recorded: dict[str, Any] | 
     """
     algo = values.get("algo", PretrainConfig.algo)
     return {k: v for k, v in values.items()
-            if _KEY_ALGORITHM.get(k, algo) == algo or (recorded is not None and recorded.get(k, v) != v)}
+            if (key_owner(k) or algo) == algo or (recorded is not None and recorded.get(k, v) != v)}
 
 
 def _check_algorithm_keys(values: dict[str, Any], config: PretrainConfig) -> None:
     """Refuse a key of ``values`` that belongs to another algorithm than ``config.algo``, unless it has its default
     value: a saved run's config.yaml (and a checkpoint's provenance) lists every key, the other algorithms' at their
     defaults, and must build again."""
-    if config.algo not in ALGORITHM_KEYS:
+    if config.algo not in REGISTRY:
         return  # validate() names the choices
     defaults = PretrainConfig()
     for key in values:
-        owner = _KEY_ALGORITHM.get(key)
+        owner = key_owner(key)
         if owner is not None and owner != config.algo and getattr(config, key) != getattr(defaults, key):
             raise ConfigError(f"config key {key!r} is an option of algo {owner}, but algo is {config.algo!r}; "
                               f"remove it, or set algo={owner}")
-
-
-def load_config(name_or_path: str, overrides: list[str] | None = None) -> PretrainConfig:
-    """Read a bundled or file config and apply ``key=value`` overrides (values parsed as YAML).
-
-    A config file's algorithm-specific keys configure the file's own algorithm (its ``algo``, METRA when it names
-    none, as the bundled ones do). When an override switches ``algo`` they are left behind, so that
-    ``--config ant --set algo=diayn`` runs DIAYN with its own defaults, and ``--set algo=cic`` CIC with its own
-    skill space (:data:`ALGORITHM_SKILL_SPACES`: 64 continuous skills) unless ``skill_dim`` or ``discrete_skills``
-    is given as an override too; a key of another algorithm given as an override, or in a file for another
-    algorithm than the file's own, is still an error.
-    """
-    values = _read_yaml(name_or_path)
-    overrides_given = dict(_parse_override(item) for item in overrides or [])
-    file_algo = values.get("algo", PretrainConfig.algo)
-    algo = overrides_given.get("algo", file_algo)
-    if isinstance(file_algo, str) and algo != file_algo:
-        values = {k: v for k, v in values.items() if k not in ALGORITHM_KEYS.get(file_algo, ())}
-        skill_space = ALGORITHM_SKILL_SPACES.get(algo, {}) if isinstance(algo, str) else {}
-        if not skill_space.keys() & overrides_given.keys():
-            values.update(skill_space)
-    values.update(overrides_given)
-    return build_config(values)

@@ -1,4 +1,4 @@
-"""The memory a run needs at least, checked against the machine before anything is allocated.
+"""The memory a model needs at least, checked against the machine before anything is allocated.
 
 A replay buffer or networks larger than the machine fail late and obscurely: numpy or torch raise an allocator
 error, or (with Linux's overcommit) the buffer is allocated lazily and the run dies hours later when it fills. The
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from gymnasium import spaces
 
-from pretrain.run.config import ConfigError, PretrainConfig
+from pretrain.config import ConfigError, PretrainConfig
 
 GIB = 2**30
 COPIES_PER_PARAMETER = 4  # the weight, its gradient and Adam's two moments, float32 each
@@ -27,11 +27,16 @@ def _mlp_parameters(in_dim: int, hidden: list[int], out_dim: int) -> int:
     return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
-def network_bytes(config: PretrainConfig, obs_dim: int, action_dim: int) -> int:
-    """Lower bound of the memory of the networks with their optimiser state."""
-    actor = _mlp_parameters(obs_dim + config.skill_dim, config.hidden, 2 * action_dim)  # mean and log-std heads
-    critics = 2 * _mlp_parameters(obs_dim + config.skill_dim + action_dim, config.critic_hidden, 1)
-    phi = _mlp_parameters(obs_dim, config.phi_hidden, config.skill_dim)
+def network_bytes(config: PretrainConfig, obs_dim: int, action_dim: int,
+                  hidden: tuple[list[int], list[int], list[int]] | None = None) -> int:
+    """Lower bound of the memory of the networks with their optimiser state.
+
+    :param hidden: the hidden widths of the actor, the critics and the learner's network (default: the config's).
+    """
+    actor_hidden, critic_hidden, learner_hidden = hidden or (config.hidden, config.critic_hidden, config.phi_hidden)
+    actor = _mlp_parameters(obs_dim + config.skill_dim, actor_hidden, 2 * action_dim)  # mean and log-std heads
+    critics = 2 * _mlp_parameters(obs_dim + config.skill_dim + action_dim, critic_hidden, 1)
+    phi = _mlp_parameters(obs_dim, learner_hidden, config.skill_dim)
     return (actor + critics + phi) * FLOAT32_BYTES * COPIES_PER_PARAMETER
 
 
@@ -76,7 +81,7 @@ def gpu_memory(device: str) -> int | None:
 
 
 def check_memory(config: PretrainConfig, observation_space: spaces.Space, action_space: spaces.Space,
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", hidden: tuple[list[int], list[int], list[int]] | None = None) -> None:
     """Refuse a config whose replay buffer and networks cannot fit in this machine's memory (networks on a GPU:
     in its memory), with one line giving the estimate and the keys to lower.
 
@@ -84,15 +89,18 @@ def check_memory(config: PretrainConfig, observation_space: spaces.Space, action
     :param observation_space: one environment's observation space (without the skill).
     :param action_space: its action space.
     :param device: the resolved torch device of the networks.
+    :param hidden: the hidden widths of the actor, the critics and the learner's network (default: the config's).
     :raises ConfigError: when the lower bound exceeds the memory available.
     """
     flat_dim = int(np.prod(observation_space.shape)) if len(observation_space.shape) == 1 else 0
     action_dim = int(np.prod(action_space.shape))
-    networks = network_bytes(config, flat_dim, action_dim)
+    networks = network_bytes(config, flat_dim, action_dim, hidden)
     buffer = buffer_bytes(config, observation_space, action_space)
     ram, gpu = machine_memory(), gpu_memory(device)
-    keys = (f"buffer_size={config.buffer_size}, net_width={config.net_width}, critic_width={config.critic_width}, "
-            f"phi_width={config.phi_width}, net_layers={config.net_layers}")
+    widths = (f"net_width={config.net_width}, critic_width={config.critic_width}, phi_width={config.phi_width}, "
+              f"net_layers={config.net_layers}" if hidden is None else
+              "hidden widths {} (actor), {} (critics), {} (skill learner)".format(*hidden))
+    keys = f"buffer_size={config.buffer_size}, {widths}"
     on_cpu = buffer + (networks if gpu is None else 0)
     if ram is not None and on_cpu > ram:
         raise ConfigError(f"this run needs at least {_gib(on_cpu)} of memory (replay buffer {_gib(buffer)}"

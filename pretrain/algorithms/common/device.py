@@ -1,15 +1,15 @@
-"""The torch device of a run, checked against this machine."""
+"""The torch device of a model, checked against this machine (SB3 would fall back to the CPU without a word)."""
 
 from __future__ import annotations
 
 import torch as th
 
-from pretrain.run.config import ConfigError, PretrainConfig
+from pretrain.config import ConfigError
 
 
-def resolve_device(config: PretrainConfig) -> str:
-    """The torch device of a config, refusing one that does not exist here instead of silently using the CPU."""
-    device = config.device
+def resolve_device(device: str) -> str:
+    """The torch device ``device`` names ("cpu", "cuda", "cuda:N", "auto"), refusing one that does not exist here
+    instead of silently using the CPU."""
     try:
         resolved = th.device(device if device != "auto" else ("cuda" if th.cuda.is_available() else "cpu"))
     except RuntimeError:

@@ -8,8 +8,8 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.save_util import save_to_pkl
 
-from pretrain.run import replay_segments
-from pretrain.run.pixel_replay import FrameStackReplayBuffer
+from pretrain.algorithms.common import replay_segments
+from pretrain.algorithms.common.pixel_replay import FrameStackReplayBuffer
 
 N_ENVS = 2
 
