@@ -40,7 +40,7 @@ def land(name: str, run_dir: Path, out: Path, epoch_seconds: float | None) -> di
     if snapshots:
         result = evaluate_checkpoint(str(snapshots[-1]), target / "held_out", seed=HELD_OUT_SEED)
         summary["held_out"] = {"snapshot": snapshots[-1].name, "seed": HELD_OUT_SEED,
-                               **{k: result[k] for k in ("policy_coverage", "tasks_achieved") if k in result}}
+                               **{k: result[k] for k in ("policy_coverage", "tasks_achieved", "tasks") if k in result}}
         history = [h for h in history if h["snapshot"] != snapshots[-1].name] + [summary["held_out"]]
     summary["held_out_history"] = sorted(history, key=lambda h: h["snapshot"])  # every landing's, oldest first
     (target / "summary.json").write_text(json.dumps(summary, indent=1))
