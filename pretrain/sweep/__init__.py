@@ -5,8 +5,9 @@ overrides, or the trials of a sweep file (a comparison of methods over envs and 
 Each trial is an ordinary run folder under ``run_root`` (named for its settings), so a sweep is resumable across
 sessions: run the same command again and finished trials are not run again, unfinished ones resume from their run
 state, new ones start. Every run can be inspected, resumed or exported with the other commands. All trials are
-checked before any starts; a failed trial is reported while the others go on; the summary over seeds goes to
-``run_root/summary/`` (summary.json, figure.png, table.md).
+checked before any starts (their configs, run folders, environments, device and memory, as ``train`` checks a
+run); a failed trial is reported while the others go on; the summary over seeds goes to ``run_root/summary/``
+(summary.json, figure.png, table.md).
 
     metra-pretrain sweep --config ant --seeds 0 1 --grid gradient_steps=50,100 --run-root runs/sweep --cpus-per-run 2
     metra-pretrain sweep benchmarks/comparison.yaml --run-root runs/comparison --cpus-per-run 2
@@ -28,6 +29,7 @@ from pretrain.sweep.trials import (
     NEW,
     RESUME,
     Trial,
+    check_trials_can_start,
     clear_first_saves,
     grid_trials,
     parse_grid,
@@ -119,6 +121,7 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
         raise ConfigError(f"--run-root {run_root} is a file; give a folder for the runs")
     with RunRootLock(run_root) as lock:
         planned = plan(trials, run_root, cpus_per_run)
+        check_trials_can_start(planned, local=address is None)
         run_root.mkdir(parents=True, exist_ok=True)
         lock.acquire()
         clear_first_saves(planned)

@@ -107,6 +107,33 @@ def preflight(cpus_per_run: int, address: str | None) -> None:
         _check_reachable(address)
 
 
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """Keep the caller's SIGINT and SIGTERM handlers (the sweep's, :class:`_StopOnSignal`) through ``ray.init``,
+    which replaces SIGTERM's twice: with a Python handler that exits 1 (on a new head node after ending Ray's
+    processes), kept out here for the seconds Ray takes to start, and at its end with the C++ core worker's
+    failure-signal handler, which prints a ``*** SIGTERM received`` dump and exits 1; the caller's handlers are
+    installed again afterwards, so a SIGTERM stops the sweep with its exit code and resume command."""
+    main_thread = threading.current_thread() is threading.main_thread()  # signals can be handled there only
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    utils: Any = None
+    try:
+        from ray._private import utils
+    except ImportError:  # another Ray layout: its Python handler is replaced afterwards like the C++ one
+        pass
+    original = getattr(utils, "set_sigterm_handler", None)
+    if original is not None:
+        utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        if original is not None:
+            utils.set_sigterm_handler = original
+        for sig, handler in handlers.items():
+            if handler is not None:  # None: a handler not set from Python, which cannot be set back
+                signal.signal(sig, handler)
+
+
 def start_ray(address: str | None, cpus_per_run: int) -> int:
     """Start Ray on this machine (or join the cluster at ``address``) after checking that a trial can ever start;
     return the CPUs Ray has for trials."""
@@ -115,10 +142,11 @@ def start_ray(address: str | None, cpus_per_run: int) -> int:
 
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     try:
-        if address is None:  # "local": a new Ray here, whatever RAY_ADDRESS says
-            ray.init(address="local", num_cpus=available_cpus(), **kwargs)
-        else:
-            ray.init(address=address, **kwargs)
+        with _signal_handlers_kept():
+            if address is None:  # "local": a new Ray here, whatever RAY_ADDRESS says
+                ray.init(address="local", num_cpus=available_cpus(), **kwargs)
+            else:
+                ray.init(address=address, **kwargs)
     except ConnectionError as error:
         raise ConfigError(f"cannot join the Ray cluster at --address {address}: {str(error).splitlines()[0]}") from None
     if address is not None:

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from pretrain.config import ALGORITHMS, ConfigError, builtin_configs
-from pretrain.sweep.trials import Trial, folder_name, foreign_options, refuse_duplicates, refuse_sweep_keys
+from pretrain.sweep.trials import Trial, folder_name, foreign_options, refuse_duplicates, refuse_sweep_keys, setting
 
 TOP_KEYS = ("seeds", "config", "envs", "epochs", "epoch_seconds", "set", "methods")
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+]*$")  # no "-": it separates env, method and seed in folder names
@@ -103,12 +103,6 @@ def _per_method(path: Path, table: dict[str, Any], key: str, env: str, methods: 
     return values
 
 
-def _setting(key: str, value: Any) -> str:
-    """``key=value`` with the value written as YAML, so that the config reads back exactly the file's value."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 16).strip()
-    return f"{key}={text.removesuffix('...').strip()}"
-
-
 def _config_name(path: Path, name: Any, env: str) -> str:
     if not isinstance(name, str) or not name:
         raise _fail(path, f"env {env!r} must name a bundled config {builtin_configs()} or a YAML file, got {name!r}")
@@ -160,7 +154,7 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
     methods = _mapping(path, data["methods"], "methods")
     if not methods:
         raise _fail(path, "methods is empty")
-    common = [_setting(k, v) for k, v in _mapping(path, data.get("set"), "set").items()]
+    common = [setting(k, v) for k, v in _mapping(path, data.get("set"), "set").items()]
     refuse_sweep_keys([item.split("=", 1)[0] for item in common], f"sweep file {path}: set")
     if any(item.startswith("epochs=") for item in common):
         raise _fail(path, "set gives epochs; budgets go in `epochs:` (per env, or per env and method)")
@@ -187,7 +181,7 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
         for key, owner in foreign_options(algo, [item.split("=", 1)[0] for item in common]):
             raise _fail(path, f"set gives {key}, an option of algo {owner}, to every method, but method {method!r} "
                               f"runs algo {algo}; move it under the {owner} method(s)")
-        settings[method] = [f"algo={algo}", *(_setting(k, v) for k, v in entry.items() if k != "algo")]
+        settings[method] = [f"algo={algo}", *(setting(k, v) for k, v in entry.items() if k != "algo")]
 
     if only:
         unknown = [name for name in only if name not in envs and name not in methods]

@@ -75,9 +75,25 @@ def folder_name(text: str) -> str:
     return _SAFE_NAME.sub("_", text)
 
 
+def setting(key: str, value: Any) -> str:
+    """``key=value`` with the value written as YAML, so that the config reads back exactly this value (a list, a
+    mapping, a string that looks like a number)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 16).strip()
+    return f"{key}={text.removesuffix('...').strip()}"
+
+
+def _name_part(value: Any) -> str:
+    """A grid value in a folder name: scalars as they print (``100``, ``1e-4``, ``lsd``), lists and mappings as
+    compact YAML (``[8,8]``, which :func:`folder_name` makes ``_8,8_``)."""
+    if isinstance(value, (list, dict)):
+        return setting("", value)[1:].replace(" ", "")
+    return str(value)
+
+
 def trial_name(params: dict[str, Any]) -> str:
-    """The run folder name of a trial of a grid: its settings, sorted, e.g. ``gradient_steps=100-seed=1``."""
-    return folder_name("-".join(f"{k}={v}" for k, v in sorted(params.items())))
+    """The run folder name of a trial of a grid: its settings, sorted, e.g. ``gradient_steps=100-seed=1`` or
+    ``encoder_channels=_8,8_-seed=0``."""
+    return folder_name("-".join(f"{k}={_name_part(v)}" for k, v in sorted(params.items())))
 
 
 def refuse_sweep_keys(keys: list[str], where: str) -> None:
@@ -97,10 +113,12 @@ def refuse_duplicates(values: list[Any], what: str) -> None:
 
 
 def parse_grid(items: list[str]) -> dict[str, list[Any]]:
-    """``["gradient_steps=50,100", "learning_rate=1e-4,4e-4"]`` -> {key: [values]} (values parsed as YAML).
+    """``["gradient_steps=50,100", "encoder_channels=[8,8],[16,16]"]`` -> {key: [values]}.
 
-    A key given twice, a value listed twice and the keys the sweep sets itself are refused (each would make
-    trials that replace or duplicate others)."""
+    The values after ``=`` are read as the items of one YAML flow sequence (the text inside ``[...]``), so a value
+    may itself be a list (``[8,8]``) or a mapping (``{obs_type: state}``), and a comma inside brackets or quotes
+    does not split it. A key given twice, a value listed twice and the keys the sweep sets itself are refused (each
+    would make trials that replace or duplicate others)."""
     grid: dict[str, list[Any]] = {}
     for item in items:
         if "=" not in item:
@@ -110,9 +128,14 @@ def parse_grid(items: list[str]) -> dict[str, list[Any]]:
         if key in grid:
             raise ConfigError(f"--grid {key} is given twice; put all its values in one --grid {key}=V1,V2,...")
         try:
-            values = [yaml.safe_load(v) for v in text.split(",")]
-        except yaml.YAMLError:
-            raise ConfigError(f"--grid {item!r}: a value is not valid YAML; quote it") from None
+            values = yaml.safe_load(f"[{text}]")
+        except yaml.YAMLError as error:
+            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+            raise ConfigError(f"--grid {item!r}: the values are not a comma-separated YAML list ({problem}); write "
+                              f"them as {key}=V1,V2, a list value in brackets ({key}=[8,8],[16,16]), a mapping in "
+                              "braces, a string with commas in quotes") from None
+        if not values:
+            raise ConfigError(f"--grid {item!r} gives no value; give {key}=V1,V2,...")
         refuse_duplicates(values, f"--grid {key}")
         grid[key] = values
     return grid
@@ -139,7 +162,7 @@ def grid_trials(config_name: str, seeds: list[int], grid: dict[str, list[Any]] |
         method = trial_name(params) if params else "default"
         for seed in seeds:
             trials.append(Trial(trial_name({**params, "seed": seed}), config_name,
-                                (*overrides, *(f"{k}={v}" for k, v in params.items())), env, method, int(seed)))
+                                (*overrides, *(setting(k, v) for k, v in params.items())), env, method, int(seed)))
     return trials
 
 
@@ -216,3 +239,36 @@ def plan(trials: list[Trial], run_root: Path, cpus_per_run: int) -> list[Planned
                     item.state = FINISHED
         planned.append(item)
     return planned
+
+
+def check_trials_can_start(planned: list[PlannedTrial], local: bool = True) -> None:
+    """What ``train`` checks before it writes anything, for every trial that will run, before Ray starts: the
+    config's environment builds (a known id, keywords it takes, continuous actions, the normaliser's size) and,
+    when the trials run on this machine (``local``), the device exists here and the replay buffer and networks fit
+    its memory. On a cluster the device and memory are the workers', so those two are left to each trial.
+    Configs that differ only in their seed are checked once.
+
+    :raises ConfigError: the first trial that could not start, named.
+    """
+    from pretrain.algorithms.common.device import resolve_device
+    from pretrain.algorithms.common.memory import check_memory
+    from pretrain.run.envs import env_factory
+
+    checked: set[str] = set()
+    for item in planned:
+        if item.state == FINISHED:
+            continue
+        key = json.dumps({**item.config.to_dict(), "seed": None}, sort_keys=True, default=str)
+        if key in checked:
+            continue
+        checked.add(key)
+        try:
+            device = resolve_device(item.config.device) if local else None
+            env = env_factory(item.config)()
+            try:
+                if device is not None:
+                    check_memory(item.config, env.observation_space, env.action_space, device)
+            finally:
+                env.close()
+        except ConfigError as error:
+            raise ConfigError(f"trial {item.trial.name}: {error}") from None

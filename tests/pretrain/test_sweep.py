@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from pretrain.cli import main
@@ -21,7 +22,7 @@ from pretrain.run.trainer import train
 from pretrain.sweep import sweep
 from pretrain.sweep.summary import summarize, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
-from pretrain.sweep.trials import Trial
+from pretrain.sweep.trials import Trial, grid_trials, parse_grid, trial_name
 from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,12 +63,42 @@ def closed_port() -> int:
     (["--grid", "algo=metra,lsd", "--set", "dual_slack=0.001"], "dual_slack, an option of algo metra"),
     (["--grid", "gradient_step=10"], "unknown config key 'gradient_step'"),
     (["--cpus-per-run", "0"], "--cpus-per-run (the CPUs of each run) must be an integer >= 1, got 0"),
+    # What a trial would fail on only once Ray had started it, checked for every trial as `train` checks a run.
+    (["--grid", "env_id=metra/PointMass-v0,metra/Nope-v0"],
+     "trial env_id=metra_Nope-v0-seed=0: unknown environment id 'metra/Nope-v0'"),
+    (["--grid", "net_width=16,32", "--set", "buffer_size=1000000000000000"], "trial net_width=16-seed=0: this run "
+                                                                               "needs at least"),
+    (["--grid", "env_kwargs={bogus: 0}"], "cannot build 'metra/PointMass-v0' with this config"),
+    (["--grid", "encoder_channels=[8,8"], "--grid 'encoder_channels=[8,8': the values are not a comma-separated "
+                                          "YAML list"),
 ])
 def test_bad_sweeps_fail_in_one_line_before_anything_starts(tmp_path, capsys, args, message):
     code = main(cli(tmp_path, *args))
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without CUDA")
+def test_a_device_this_machine_lacks_is_refused_before_ray_starts(tmp_path, capsys):
+    assert main(cli(tmp_path, "--seeds", "0", "1", "--set", "device=cuda")) == 2
+    err = capsys.readouterr().err
+    assert "trial seed=0: device='cuda' but this machine has no CUDA GPU" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_grid_values_may_be_lists_mappings_and_quoted_strings():
+    grid = parse_grid(["encoder_channels=[8,8,8,8],[16, 16, 16, 16]", "env_kwargs={obs_type: pixels},{}",
+                       "env_id='a,b',c"])
+    assert grid == {"encoder_channels": [[8] * 4, [16] * 4], "env_kwargs": [{"obs_type": "pixels"}, {}],
+                    "env_id": ["a,b", "c"]}
+    assert parse_grid(["gradient_steps=5, 6", "learning_rate=1e-4,4e-4", "phi_width=null,8"]) == {
+        "gradient_steps": [5, 6], "learning_rate": ["1e-4", "4e-4"], "phi_width": [None, 8]}  # as before
+    trials = grid_trials("point_mass_pixels", [0], parse_grid(["encoder_channels=[8,8,8,8],[16,16,16,16]"]))
+    assert [t.name for t in trials] == ["encoder_channels=_8,8,8,8_-seed=0", "encoder_channels=_16,16,16,16_-seed=0"]
+    assert [t.config(1).encoder_channels for t in trials] == [[8] * 4, [16] * 4]
+    # Scalar values keep the folder names of earlier sweeps (which a restarted sweep resumes).
+    assert trial_name({"learning_rate": "1e-4", "seed": 0}) == "learning_rate=1e-4-seed=0"
 
 
 @pytest.mark.parametrize("case", ["unreachable cluster", "more CPUs than the machine"])
@@ -297,12 +328,37 @@ def test_a_restarted_sweep_resumes_unfinished_trials_skips_finished_ones_and_rep
     assert summary["groups"][0]["finished_seeds"] == 2 and (root / "summary" / "figure.png").is_file()
 
 
+def test_the_sweeps_signal_handlers_survive_ray_starting():
+    """``ray.init`` sets a SIGTERM handler that exits 1 (the sweep's would be lost for the seconds Ray takes to
+    start), and at its end the C++ core worker's failure-signal handler: the first is kept out, and the sweep's
+    handlers are installed again after the second."""
+    utils = pytest.importorskip("ray._private.utils")
+    from pretrain.sweep.ray_runner import _signal_handlers_kept, _StopOnSignal
+
+    def before(signum, frame):  # the program's own handler, from before the sweep
+        pass
+
+    previous = signal.signal(signal.SIGTERM, before)
+    try:
+        with _StopOnSignal() as stop:
+            with _signal_handlers_kept():
+                utils.set_sigterm_handler(lambda signum, frame: sys.exit(signum))  # what ray.init does first
+                assert signal.getsignal(signal.SIGTERM) == stop._handle
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # what the core worker's handler does to Python's
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+            assert signal.getsignal(signal.SIGTERM) == stop._handle
+            assert signal.getsignal(signal.SIGINT) == stop._handle
+        assert signal.getsignal(signal.SIGTERM) is before  # restored: the program's, not Ray's
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def ray_processes_of(pid: int) -> dict[int, int]:
     return {p: start for p, start in descendants(pid).items()}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
 def test_an_interrupted_sweep_says_how_to_resume_and_leaves_nothing_of_ray(tmp_path, sig):
     root = tmp_path / "sweep"
     args = [sys.executable, "-m", "pretrain", *cli(tmp_path, "--seeds", "0"),
@@ -323,10 +379,11 @@ def test_an_interrupted_sweep_says_how_to_resume_and_leaves_nothing_of_ray(tmp_p
     finally:
         if sweep_process.poll() is None:
             sweep_process.kill()
-    if sig == signal.SIGINT:
-        assert sweep_process.returncode == 130
-        assert "stopped by SIGINT" in err and f"metra-pretrain sweep --run-root {root} --config point_mass" in err
+    if sig != signal.SIGKILL:  # the README's promise: 128 + the signal's number, and the command that resumes
+        assert sweep_process.returncode == 128 + sig, err
+        assert f"stopped by {sig.name}" in err and f"metra-pretrain sweep --run-root {root} --config point_mass" in err
         assert "Tuner.restore" not in out + err and "finished, epoch" not in out
+        assert "SIGTERM received" not in err and "Traceback" not in err, err  # not Ray's C++ dump
     deadline = time.monotonic() + 20
     while alive(seen) and time.monotonic() < deadline:
         time.sleep(0.2)
