@@ -20,18 +20,28 @@ from typing import Any, NoReturn
 from metra_gym.skill_priors import SKILL_PRIORS, UNIT
 
 # Version 2 adds ``weights_sha256``, the sha256 hex digest of model.safetensors, required from then on; version 1
-# checkpoints (without it) still load, with a warning that their weights cannot be checked. Version 3 adds the optional ``actor_activation`` (absent: tanh); an export writes 3 only when it is
-# not tanh, so that a reader of version 2 refuses a ReLU actor instead of running it with tanh. Version 4 adds the
-# optional ``skill_prior`` of continuous skills (absent: unit vectors), written only when it is another prior, and
-# optional ``pixels`` (absent or null: state observations): skills trained on images, with the encoders' input and
-# the renderer of their frames. Only such checkpoints are written as 4, so that older readers refuse them instead of
-# projecting N(0, I) skills to unit length or feeding frames to a state network. Version 5 adds the optional
-# ``skill_posterior_hidden`` (absent or null: none) with the tensors ``skill_posterior.net.*``: the mean of DIAYN's
-# discriminator q(z | s) (state skills), which picks the skill of a goal for zero-shot goal reaching; written as 5
-# only when present.
+# checkpoints (without it) still load, with a warning that their weights cannot be checked. Version 3 adds the
+# optional ``actor_activation`` (absent: tanh); an export writes 3 only when it is not tanh, so that a reader of
+# version 2 refuses a ReLU actor instead of running it with tanh. Version 4 adds the optional ``skill_prior`` of
+# continuous skills (absent: unit vectors), written only when it is another prior, and optional ``pixels`` (absent or
+# null: state observations): skills trained on images, with the encoders' input and the renderer of their frames.
+# Only such checkpoints are written as 4, so that older readers refuse them instead of projecting N(0, I) skills to
+# unit length or feeding frames to a state network. Version 5 adds the optional ``skill_posterior_hidden`` (absent or
+# null: none) with the tensors ``skill_posterior.net.*``: the mean of DIAYN's discriminator q(z | s) (state skills),
+# which picks the skill of a goal for zero-shot goal reaching; written as 5 only when present.
+#
+# ``config_sha256`` (any version; written by every export from now on) is the sha256 of config.json's content
+# without itself (:func:`config_sha256`), so that an edit of config.json after export is refused as
+# ``weights_sha256`` refuses one of the weights. It needs no new version: a reader that does not know it ignores it
+# and reads the rest correctly. Checkpoints written before it (earlier Hub uploads) load as before; in them, a key
+# of a later version than the one they declare is refused (a ``relu`` actor_activation added to a version 2 file).
 FORMAT_VERSION = 5
 POSTERIOR_KEY = "skill_posterior_hidden"
 PIXELS_KEY = "pixels"
+# The keys (and the value their absence means) that each later version added: a file declaring an older version
+# does not hold them with another value.
+KEYS_SINCE_VERSION = {"actor_activation": (3, "tanh"), "skill_prior": (4, UNIT), PIXELS_KEY: (4, None),
+                      POSTERIOR_KEY: (5, None)}
 ACTOR_ACTIVATIONS = ("tanh", "relu")  # the keys of metra_gym.networks.ACTIVATIONS (this module stays torch-free)
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
@@ -39,6 +49,7 @@ CARD = "README.md"
 REQUIRED_KEYS = ("format_version", "env_id", "env_kwargs", "obs_dim", "action_dim", "action_low", "action_high",
                  "skill_dim", "discrete_skills", "actor_hidden", "phi_hidden", "normalizer", "provenance")
 SHA256_KEY = "weights_sha256"
+CONFIG_SHA256_KEY = "config_sha256"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SHORT = reprlib.Repr()
 _SHORT.maxlist, _SHORT.maxstring, _SHORT.maxother = 4, 60, 60
@@ -63,13 +74,39 @@ def read_config(folder: Path) -> dict[str, Any]:
         config = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CheckpointError(f"{path} is not valid JSON ({error}); re-export or re-download the checkpoint") from None
+    except RecursionError:  # arrays or objects nested deeper than Python's parser recurses
+        raise CheckpointError(f"{path} nests arrays or objects too deeply to be read (a checkpoint's config.json "
+                              "nests a few levels); re-export or re-download the checkpoint") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{path} must hold a JSON object, got {type(config).__name__}; re-export the checkpoint")
     missing = [key for key in REQUIRED_KEYS if key not in config]
     if missing:
         raise CheckpointError(f"{path} lacks {', '.join(missing)}; re-export the checkpoint with this version")
     _check_fields(config, path)
+    _check_config_sha256(config, path)
     return config
+
+
+def config_sha256(config: dict[str, Any]) -> str:
+    """The sha256 hex digest of a checkpoint's config.json content without ``config_sha256`` itself: of its JSON with
+    sorted keys and no spaces, so that reformatting the file (indentation, key order) keeps it and a changed value
+    does not."""
+    content = {key: value for key, value in config.items() if key != CONFIG_SHA256_KEY}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _check_config_sha256(config: dict[str, Any], path: Path) -> None:
+    """Refuse a config.json whose content is not the one its ``config_sha256`` was computed on."""
+    expected = config.get(CONFIG_SHA256_KEY)
+    if expected is None:  # written before config_sha256 existed
+        return
+    try:
+        actual = config_sha256(config)
+    except (RecursionError, ValueError):  # nested too deeply to write again; a value JSON cannot hold
+        actual = None
+    if actual != expected:
+        raise CheckpointError(f"{path} does not match the {CONFIG_SHA256_KEY} it records ({expected[:12]}...): the "
+                              "file was edited or damaged after export; re-download or re-export the checkpoint")
 
 
 def _is_int(value: Any) -> bool:
@@ -153,6 +190,14 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         _check_pixels(config[PIXELS_KEY], fail)
     if SHA256_KEY in config and not (isinstance(config[SHA256_KEY], str) and _SHA256.match(config[SHA256_KEY])):
         fail(SHA256_KEY, "the sha256 hex digest of model.safetensors (64 lowercase hex digits)")
+    if CONFIG_SHA256_KEY in config and not (isinstance(config[CONFIG_SHA256_KEY], str)
+                                            and _SHA256.match(config[CONFIG_SHA256_KEY])):
+        fail(CONFIG_SHA256_KEY, f"the sha256 hex digest of {CONFIG} without it (64 lowercase hex digits)")
+    for key, (since, absent) in KEYS_SINCE_VERSION.items():
+        if config.get(key, absent) != absent and version < since:
+            raise CheckpointError(f"{path} declares format version {version}, which has no {key!r} (version {since} "
+                                  f"added it), but gives {key} {_SHORT.repr(config[key])}: the file was edited after "
+                                  "export; re-download or re-export the checkpoint")
 
 
 def _check_pixels(pixels: Any, fail: Any) -> None:

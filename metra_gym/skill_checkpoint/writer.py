@@ -19,7 +19,17 @@ from huggingface_hub.repocard import metadata_eval_result
 from safetensors.torch import save
 
 from metra_gym.atomic_files import give_usual_mode, remove_temporaries, temporary_prefix
-from metra_gym.skill_checkpoint.format import CARD, CONFIG, FORMAT_VERSION, PIXELS_KEY, POSTERIOR_KEY, WEIGHTS
+from metra_gym.skill_checkpoint.format import (
+    CARD,
+    CONFIG,
+    CONFIG_SHA256_KEY,
+    FORMAT_VERSION,
+    PIXELS_KEY,
+    POSTERIOR_KEY,
+    SHA256_KEY,
+    WEIGHTS,
+    config_sha256,
+)
 from metra_gym.skill_priors import DESCRIPTIONS, UNIT
 from metra_gym.version import __version__
 
@@ -133,7 +143,7 @@ Training command: `{provenance.get('command')}`
 ```
 
 Files: `{WEIGHTS}` (actor and phi, float32, no pickle), `{CONFIG}` (environment, normaliser, network shape, the
-sha256 of the weights, training configuration and provenance).
+sha256 of the weights and of the file itself, training configuration and provenance).
 """
     return ModelCard("---\n" + _yaml(metadata) + "---\n" + body)
 
@@ -162,7 +172,8 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_dir: Path) -> Path:
-    """Write a checkpoint folder atomically (temporary folder renamed); config.json records the weights' sha256.
+    """Write a checkpoint folder atomically (temporary folder renamed); config.json records the weights' sha256 and
+    its own (:func:`~metra_gym.skill_checkpoint.format.config_sha256`).
 
     A failed write (a full disk: an ``OSError``) leaves nothing behind, and the temporary folders of an earlier
     export that was killed are removed first."""
@@ -175,7 +186,8 @@ def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_
         # it as a SafetensorError), and the bytes hashed are the bytes written.
         weights = save(tensors, metadata={"format": "metra-gym"})
         (tmp / WEIGHTS).write_bytes(weights)
-        config = {**config, "weights_sha256": hashlib.sha256(weights).hexdigest()}
+        config = {**config, SHA256_KEY: hashlib.sha256(weights).hexdigest()}
+        config[CONFIG_SHA256_KEY] = config_sha256(config)  # last: it covers every other key
         (tmp / CONFIG).write_text(json.dumps(config, indent=1))
         model_card(config, out_dir.name).save(tmp / CARD)
         give_usual_mode(tmp)  # mkdtemp makes it private; a checkpoint is meant to be shared

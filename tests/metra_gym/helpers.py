@@ -62,10 +62,11 @@ def random_skill_policy(obs_dim: int, action_dim: int, skill_dim: int, discrete:
 
 def broken_checkpoint(folder: Path, edit_config: Callable[[dict], None] | None = None,
                       edit_weights: Callable[[dict], None] | None = None, rehash: bool = True) -> Path:
-    """A copy of the bundled ``ant`` checkpoint in ``folder`` with its config.json and/or weights edited (re-hashed
-    by default, so that the edit itself, not the sha256, is what the loader meets)."""
+    """A copy of the bundled ``ant`` checkpoint in ``folder`` with its config.json and/or weights edited (both
+    sha256s re-computed by default, so that the edit itself, not a hash, is what the loader meets)."""
     from safetensors.torch import load_file, save_file
 
+    from metra_gym.skill_checkpoint.format import CONFIG_SHA256_KEY, config_sha256
     from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 
     shutil.copytree(resolve_checkpoint("ant"), folder)
@@ -78,6 +79,8 @@ def broken_checkpoint(folder: Path, edit_config: Callable[[dict], None] | None =
             config["weights_sha256"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
     if edit_config is not None:
         edit_config(config)
+    if rehash and isinstance(config.get(CONFIG_SHA256_KEY), str):  # (an edit may remove it, or make it a number)
+        config[CONFIG_SHA256_KEY] = config_sha256(config)
     (folder / "config.json").write_text(json.dumps(config))
     return folder
 
@@ -91,3 +94,9 @@ def set_key(key: str, value: Any) -> Callable[[dict], None]:
         else:
             config[key] = value
     return edit
+
+
+def ant_with_prior(folder: Path, prior: str) -> Path:
+    """The bundled Ant checkpoint in ``folder`` relabelled as skills of another prior (config.json only, re-hashed:
+    the weights' hash holds)."""
+    return broken_checkpoint(folder, edit_config=lambda config: config.update(skill_prior=prior, format_version=4))

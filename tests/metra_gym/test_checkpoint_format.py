@@ -1,12 +1,13 @@
 """Broken, mistyped or tampered checkpoints are refused with one CheckpointError naming the key or file."""
 
 import hashlib
+import json
 
 import numpy as np
 import pytest
 import torch
 
-from metra_gym.skill_checkpoint.format import FORMAT_VERSION, CheckpointError, read_config, read_weights
+from metra_gym.skill_checkpoint.format import FORMAT_VERSION, CheckpointError, config_sha256, read_config, read_weights
 from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 
@@ -40,6 +41,7 @@ def _copy(tmp_path, edit_config=None, edit_weights=None, rehash=True):
     ("weights_sha256", "abc", "'weights_sha256' must be the sha256 hex digest"),
     ("skill_posterior_hidden", [0], "'skill_posterior_hidden' must be a non-empty list of positive integers"),
     ("skill_posterior_hidden", "256", "'skill_posterior_hidden' must be a non-empty list of positive integers"),
+    ("config_sha256", 5, "'config_sha256' must be the sha256 hex digest of config.json"),
 ])
 def test_every_config_field_is_type_and_value_checked(tmp_path, key, value, message):
     folder = _copy(tmp_path, edit_config=set_key(key, value))
@@ -96,12 +98,67 @@ def test_weights_that_do_not_match_the_recorded_sha256_are_refused(tmp_path):
         read_weights(folder)  # without a config argument it reads the folder's config.json
 
 
-def test_bundled_checkpoints_are_format_2_with_their_hash():
+def test_bundled_checkpoints_are_format_2_with_their_hashes():
     for name in BUNDLED_NAMES:
         folder = resolve_checkpoint(name)
         config = read_config(folder)
         assert config["format_version"] == 2 <= FORMAT_VERSION  # tanh actors: the lowest version that reads them
         assert config["weights_sha256"] == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+        # Re-hashed deliberately when config_sha256 came: their weights and every other key are unchanged.
+        assert config["config_sha256"] == config_sha256(config)
+
+
+@pytest.mark.parametrize("edit", [
+    {"actor_activation": "relu", "format_version": 3},  # tanh weights run as a ReLU actor (issue 45), versions agree
+    {"normalizer.std": [1.0] * 29},  # a valid value, another normaliser
+    {"env_kwargs": {"reset_noise_scale": 0.5}},
+    {"provenance.seed": 7},  # the record of where the skills came from is covered too
+], ids=lambda edit: next(iter(edit)))
+def test_a_config_json_edited_after_export_is_refused(tmp_path, edit):
+    def apply(config):
+        for key, value in edit.items():
+            set_key(key, value)(config)
+
+    folder = _copy(tmp_path, edit_config=apply, rehash=False)
+    with pytest.raises(CheckpointError, match=r"config.json does not match the config_sha256 it records \(.*\): the "
+                                              "file was edited or damaged after export; re-download or re-export"):
+        SkillPolicy.from_pretrained(folder)
+
+
+def test_config_sha256_ignores_formatting_and_an_export_records_it(tmp_path):
+    folder = _copy(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    reordered = dict(reversed(list(config.items())))
+    (folder / "config.json").write_text(json.dumps(reordered, indent=4, sort_keys=False))
+    assert read_config(folder) == config  # reformatted and reordered, same content: loads
+    written = _copy(tmp_path / "x", edit_config=lambda c: c.update(actor_activation="relu", format_version=3))
+    assert read_config(written)["actor_activation"] == "relu"  # re-hashed, as an export writes it
+
+
+def test_a_checkpoint_written_before_config_sha256_loads_and_refuses_keys_of_later_versions(tmp_path):
+    def older(config):
+        del config["config_sha256"]
+
+    policy = SkillPolicy.from_pretrained(_copy(tmp_path / "a", edit_config=older))  # earlier Hub uploads
+    obs = np.zeros((2, 29), dtype=np.float32)
+    np.testing.assert_array_equal(policy.act(obs, [1.0, 0.0]), SkillPolicy.from_pretrained("ant").act(obs, [1.0, 0.0]))
+    for key, value, since in (("actor_activation", "relu", 3), ("skill_prior", "gaussian", 4),
+                              ("pixels", {"shape": [64, 64, 9], "encoder_channels": [8], "renderer": None}, 4),
+                              ("skill_posterior_hidden", [64], 5)):
+        folder = _copy(tmp_path / key, edit_config=lambda c, k=key, v=value: (older(c), c.update({k: v})))
+        with pytest.raises(CheckpointError, match=f"declares format version 2, which has no '{key}' .version {since} "
+                                                  "added it."):
+            read_config(folder)
+    # The value a key's absence means is no edit: tanh in a version 2 file loads.
+    assert read_config(_copy(tmp_path / "tanh", edit_config=lambda c: c.update(actor_activation="tanh")))
+
+
+def test_a_config_json_nested_too_deeply_is_one_clear_error(tmp_path):
+    folder = _copy(tmp_path)
+    text = (folder / "config.json").read_text()
+    (folder / "config.json").write_text(text[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(CheckpointError, match="nests arrays or objects too deeply to be read"):
+        SkillPolicy.from_pretrained(folder)
 
 
 def test_format_1_checkpoint_without_a_hash_still_loads(tmp_path):
@@ -168,6 +225,6 @@ def test_tensors_missing_or_extra_for_the_config_are_named(tmp_path):
 
 def test_a_skill_posterior_must_fit_its_weights(tmp_path):
     """DIAYN's q(z | s) (format 5): config.json's widths and the ``skill_posterior.*`` tensors must agree."""
-    folder = _copy(tmp_path, edit_config=set_key("skill_posterior_hidden", [64]))
+    folder = _copy(tmp_path, edit_config=lambda config: config.update(skill_posterior_hidden=[64], format_version=5))
     with pytest.raises(CheckpointError, match="missing tensors skill_posterior.net.0.weight"):
         read_weights(folder, read_config(folder))

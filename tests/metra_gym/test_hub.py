@@ -16,7 +16,7 @@ from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_checkpoint.hub import bundled_checkpoints, resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
 from tests.metra_gym.fake_hub import FakeHub
-from tests.metra_gym.helpers import BUNDLED_NAMES
+from tests.metra_gym.helpers import BUNDLED_NAMES, broken_checkpoint, set_key
 
 BUNDLED = Path(resolve_checkpoint("ant"))
 
@@ -173,3 +173,19 @@ def test_a_mistyped_local_path_that_reads_as_a_repo_id_says_so(hub, monkeypatch,
     with pytest.raises(CheckpointError, match=r"no cached copy.*\(no local folder runs/my_ckpt exists either; write "
                                               r"a local path as ./runs/my_ckpt\)"):
         resolve_checkpoint("runs/my_ckpt")
+
+
+def test_a_hub_checkpoint_written_before_config_sha256_loads_and_an_edited_one_is_refused(hub, tmp_path):
+    """Checkpoints uploaded by earlier versions record no config_sha256 and still load; one whose config.json was
+    edited on the Hub after export does not, as a local one does not."""
+    def older(config):
+        del config["config_sha256"]
+
+    hub.add_checkpoint("metra/old-skills", broken_checkpoint(tmp_path / "old", edit_config=older))
+    obs = np.random.default_rng(0).standard_normal((4, 29)).astype(np.float32)
+    np.testing.assert_array_equal(SkillPolicy.from_pretrained("metra/old-skills").act(obs, [0.0, 1.0]),
+                                  SkillPolicy.from_pretrained("ant").act(obs, [0.0, 1.0]))
+    edited = broken_checkpoint(tmp_path / "edited", edit_config=set_key("normalizer.std", [2.0] * 29), rehash=False)
+    hub.add_checkpoint("metra/edited-skills", edited)
+    with pytest.raises(CheckpointError, match="config.json does not match the config_sha256 it records"):
+        SkillPolicy.from_pretrained("hf://metra/edited-skills")

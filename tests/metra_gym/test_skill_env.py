@@ -1,5 +1,3 @@
-import json
-import shutil
 
 import gymnasium as gym
 import numpy as np
@@ -11,6 +9,7 @@ import metra_gym
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_env import SkillEnv
 from metra_gym.skill_policy import SkillPolicy
+from tests.metra_gym.helpers import ant_with_prior
 
 
 @pytest.mark.parametrize("env_id", ["metra/AntSkills-v0", "metra/HalfCheetahSkills-v0"])
@@ -198,14 +197,7 @@ def test_an_unknown_render_mode_is_refused_not_warned_about():
 
 
 def _ant_with_prior(tmp_path, prior):
-    """The bundled Ant checkpoint relabelled as skills of another prior (config.json only)."""
-    from metra_gym.skill_checkpoint.hub import resolve_checkpoint
-
-    folder = tmp_path / prior
-    shutil.copytree(resolve_checkpoint("ant"), folder)
-    config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "skill_prior": prior, "format_version": 4}))
-    return folder
+    return ant_with_prior(tmp_path / prior, prior)
 
 
 def test_gaussian_skills_are_run_as_given_not_projected(tmp_path):

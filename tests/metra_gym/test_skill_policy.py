@@ -1,4 +1,3 @@
-import json
 import shutil
 import subprocess
 import sys
@@ -9,6 +8,7 @@ import pytest
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_checkpoint.hub import resolve_checkpoint
 from metra_gym.skill_policy import SkillPolicy
+from tests.metra_gym.helpers import ant_with_prior, broken_checkpoint, set_key
 
 ANT = resolve_checkpoint("ant")
 
@@ -84,9 +84,7 @@ def test_missing_truncated_corrupted_and_mismatched_weights(tmp_path):
     with pytest.raises(CheckpointError, match="truncated or corrupted"):
         SkillPolicy.from_pretrained(corrupted)
 
-    mismatched = _broken_copy(tmp_path, "mismatched")
-    config = (mismatched / "config.json").read_text().replace('"obs_dim": 29', '"obs_dim": 30')
-    (mismatched / "config.json").write_text(config)
+    mismatched = broken_checkpoint(tmp_path / "mismatched", edit_config=set_key("obs_dim", 30))  # (re-hashed)
     # The message names the tensor and both sizes (checked before any network is built).
     with pytest.raises(CheckpointError, match=r"model.safetensors\) and its config.json do not fit together: "
                                               r"size mismatch for actor.latent.0.weight: the weights hold \[256, 31\], "
@@ -232,11 +230,7 @@ def test_a_revision_of_a_bundled_name_or_a_folder_is_refused_not_ignored(tmp_pat
 
 
 def _with_prior(tmp_path, prior):
-    """The bundled Ant checkpoint relabelled as skills of another prior (config.json only: the weights' hash holds)."""
-    folder = _broken_copy(tmp_path, f"prior-{prior}")
-    config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "skill_prior": prior, "format_version": 4}))
-    return folder
+    return ant_with_prior(tmp_path / f"prior-{prior}", prior)
 
 
 def test_act_takes_the_skills_of_the_checkpoints_prior(tmp_path, ant):
