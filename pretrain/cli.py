@@ -304,8 +304,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    # A Ctrl-C while a command loads what it needs (seconds of torch and Stable-Baselines3) is this one line, not a
+    # traceback of whatever was being imported; the commands answer one while they run.
+    try:
+        from metra_gym.envs.mujoco_gl import MujocoGLError
+
+        args = build_parser().parse_args(argv)
+        try:
+            return args.func(args)
+        except MujocoGLError as error:  # any command that builds a MuJoCo environment
+            return _fail(error)
+    except KeyboardInterrupt:  # where the command has no answer of its own
+        print("metra-pretrain: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

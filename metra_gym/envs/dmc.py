@@ -32,6 +32,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
+from metra_gym.envs.call_checks import check_render_mode, check_reset_options
+from metra_gym.envs.mujoco_gl import MujocoGLError, _gl_message, close_at_exit, configure_mujoco_gl
 from metra_gym.registration import DMC_ACTION_REPEAT as ACTION_REPEAT  # control steps per policy step
 
 FRAME_SIZE = 64  # pixels, square
@@ -43,33 +45,8 @@ INSTALL_HINT = "install the dm_control extra: pip install 'metra-gym[dmc]'"
 GOAL_RANGES = {"quadruped": 7.5, "humanoid": 5.0}
 UPRIGHT_NOISE = 0.02  # std of the noise on the Quadruped's initial quaternion (official METRA task)
 
-# The values dm_control accepts for MUJOCO_GL (dm_control/_render/constants.py), and those that render headless.
-_KNOWN_GL = {"egl", "osmesa", "glfw", "", "enable", "enabled", "on", "true", "1",
-             "disable", "disabled", "off", "false", "0"}
-HEADLESS_GL = ("egl", "osmesa")
-
-
 class DmControlMissingError(ImportError):
     """dm_control or shimmy is not installed."""
-
-
-class MujocoGLError(RuntimeError):
-    """``MUJOCO_GL`` names no rendering backend that works in this process."""
-
-
-def _gl_message(value: str, problem: str) -> str:
-    return (f"MUJOCO_GL={value!r} {problem}; set MUJOCO_GL=egl (headless rendering, the default when unset) or "
-            "MUJOCO_GL=osmesa (software rendering, needs libosmesa6) in the environment before dm_control is "
-            "imported, e.g. `MUJOCO_GL=egl python train.py`")
-
-
-def configure_mujoco_gl() -> str:
-    """Default ``MUJOCO_GL`` to ``egl`` (headless) if the user has not set it, and refuse a value dm_control does
-    not know. Call before importing dm_control or shimmy: dm_control reads it once, at import."""
-    value = os.environ.setdefault("MUJOCO_GL", "egl")
-    if value not in _KNOWN_GL:
-        raise MujocoGLError(_gl_message(value, "is not a rendering backend dm_control knows"))
-    return value
 
 
 def import_dm_control() -> tuple[Any, Any, Any]:
@@ -215,6 +192,7 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
         except Exception as error:
             raise MujocoGLError(_gl_message(os.environ.get("MUJOCO_GL", ""),
                                             f"cannot render here ({type(error).__name__}: {error})")) from error
+        close_at_exit(self)
         return camera
 
     def _frame(self) -> np.ndarray:
@@ -250,6 +228,7 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
         """Hook for tasks: called after dm_control's reset, before the first observation."""
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        check_reset_options(options)
         super().reset(seed=seed)
         obs, _ = self._dmc.reset(seed=seed)  # shimmy seeds the task's RandomState (the initial pose) with seed
         self._proprio = obs["observations"]
@@ -274,9 +253,8 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
         self._proprio = obs["observations"]
         return self._get_obs(), reward, bool(terminated), bool(truncated), {"coordinates": self.coordinates()}
 
-    def render(self) -> np.ndarray | None:
-        if self.render_mode != "rgb_array":
-            return None
+    def render(self) -> np.ndarray:
+        check_render_mode(self.render_mode)
         if self._camera is None:
             self._camera = self._make_camera()
         return self._frame()

@@ -76,16 +76,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from metra_gym.envs.dmc import (
-    FRAME_SIZE,
-    FRAME_STACK,
-    OBS_TYPES,
-    MujocoGLError,
-    _gl_message,
-    _stacked,
-    cheapen_rendering,
-    configure_mujoco_gl,
-)
+from metra_gym.envs.call_checks import check_render_mode, check_reset_options
+from metra_gym.envs.dmc import FRAME_SIZE, FRAME_STACK, OBS_TYPES, _stacked, cheapen_rendering
+from metra_gym.envs.mujoco_gl import MujocoGLError, _gl_message, close_at_exit, configure_mujoco_gl
 from metra_gym.registration import TASK_SUCCESS_KEY
 
 INSTALL_HINT = "install the kitchen extra: pip install 'metra-gym[kitchen]'"
@@ -360,6 +353,7 @@ class MetraKitchenEnv(gym.Env, EzPickle):
         except Exception as error:
             raise MujocoGLError(_gl_message(os.environ.get("MUJOCO_GL", ""),
                                             f"cannot render here ({type(error).__name__}: {error})")) from error
+        close_at_exit(self)  # the context now exists: closed at exit before EGL is terminated
 
     def _frame(self) -> np.ndarray:
         return np.array(self._kitchen.render(), dtype=np.uint8, copy=True)
@@ -467,6 +461,7 @@ class MetraKitchenEnv(gym.Env, EzPickle):
     # --- gymnasium ------------------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        check_reset_options(options)
         super().reset(seed=seed)
         self._kitchen.reset(seed=seed)
         self._sync()
@@ -497,9 +492,8 @@ class MetraKitchenEnv(gym.Env, EzPickle):
         reward = float(len(new & set(self.reward_tasks)))
         return self._get_obs(), reward, False, False, info
 
-    def render(self) -> np.ndarray | None:
-        if self.render_mode != "rgb_array":
-            return None
+    def render(self) -> np.ndarray:
+        check_render_mode(self.render_mode)
         return self._frame()
 
     def close(self) -> None:

@@ -15,9 +15,14 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.envs.mujoco.ant_v5 import AntEnv
-from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 from gymnasium.utils import EzPickle
+
+from metra_gym.envs.call_checks import check_render_mode, check_reset_options
+from metra_gym.envs.mujoco_gl import close_at_exit, mujoco_gl_errors
+
+with mujoco_gl_errors():  # they import MuJoCo's renderers, which refuse an unknown MUJOCO_GL at import
+    from gymnasium.envs.mujoco.ant_v5 import AntEnv
+    from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 
 
 class _Float32Coordinates:
@@ -38,10 +43,20 @@ class _Float32Coordinates:
     def _get_reset_info(self) -> dict[str, Any]:
         return {**super()._get_reset_info(), "coordinates": self.coordinates()}
 
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        check_reset_options(options)
+        return super().reset(seed=seed, options=options)
+
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = super().step(action)
         info["coordinates"] = self.coordinates()
         return obs, float(reward), bool(terminated), bool(truncated), info
+
+    def render(self) -> np.ndarray | None:
+        check_render_mode(self.render_mode)
+        frame = super().render()  # the first call makes the rendering context
+        close_at_exit(self)
+        return frame
 
 
 class MetraAntEnv(_Float32Coordinates, AntEnv):

@@ -9,6 +9,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
+from metra_gym.envs.call_checks import check_render_mode, check_reset_options
+
 
 class PointMassEnv(gym.Env, EzPickle):
     """The state is the position; an action in ``[-1, 1]^2`` moves it by ``max_speed * action``.
@@ -70,9 +72,10 @@ class PointMassEnv(gym.Env, EzPickle):
             return self._position.astype(np.float32)
         return self._view()
 
-    def render(self) -> np.ndarray | None:
-        """The top-down view with ``render_mode="rgb_array"`` (None otherwise)."""
-        return self._view() if self.render_mode == "rgb_array" else None
+    def render(self) -> np.ndarray:
+        """The top-down view (the environment must be made with ``render_mode="rgb_array"``)."""
+        check_render_mode(self.render_mode)
+        return self._view()
 
     def _view(self) -> np.ndarray:
         x = np.broadcast_to(self._position[0] + self._view_x, (self.image_size, self.image_size))
@@ -85,6 +88,7 @@ class PointMassEnv(gym.Env, EzPickle):
         return image.astype(np.uint8)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        check_reset_options(options)
         super().reset(seed=seed)
         self._position = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 2)
         return self._obs(), {"coordinates": self._position.copy()}

@@ -1,9 +1,18 @@
-"""``metra-pretrain --help`` and each command's help read as plain text (no reST markup)."""
+"""The command line's answers that no single command owns: plain-text help, an unusable MUJOCO_GL, and Ctrl-C
+while a command starts."""
+
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
 
 import pytest
 
+from pretrain import cli
 from pretrain.cli import main
 
+ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ([], ["train"], ["export"], ["sweep"], ["evaluate"], ["goal-eval"])
 
 
@@ -14,3 +23,39 @@ def test_help_is_plain_text(capsys, command):
     out = capsys.readouterr().out
     assert stop.value.code == 0 and "usage: metra-pretrain" in out
     assert not [marker for marker in ("``", "::", ":class:", ":func:", ":param") if marker in out], out
+
+
+@pytest.mark.parametrize("config", ["ant", pytest.param("quadruped", marks=pytest.mark.skipif(
+    find_spec("dm_control") is None, reason="needs the [dmc] extra"))])
+def test_an_unknown_mujoco_gl_is_one_line_and_writes_nothing(tmp_path, config):
+    done = subprocess.run([sys.executable, "-m", "pretrain", "train", "--config", config, "--run-dir", "run",
+                           "--set", "epochs=1"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "MUJOCO_GL": "banana"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("metra-pretrain: error: MUJOCO_GL='banana' is not a rendering backend")
+    assert "set MUJOCO_GL=egl" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_a_command_starts_is_one_line(monkeypatch, capsys):
+    def interrupted_import(args):
+        raise KeyboardInterrupt  # as a Ctrl-C arrives in the seconds of `import torch` at a command's start
+
+    monkeypatch.setattr(cli, "_train", interrupted_import)  # (build_parser reads it when main calls it)
+    try:
+        code = cli.main(["train", "--config", "ant", "--run-dir", "run"])
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C left main as a KeyboardInterrupt (a traceback)")
+    assert code == 130
+    assert capsys.readouterr().err == "metra-pretrain: interrupted\n"
+
+
+def test_the_command_line_module_leaves_the_heavy_imports_to_main():
+    """What the CLI imports before ``main`` runs is loaded outside its Ctrl-C guard: the configuration layer only
+    (numpy, yaml, Gymnasium's registry, a fraction of a second); torch, Stable-Baselines3, MuJoCo and the training
+    code load inside it."""
+    code = ("import sys; import pretrain.cli; print(sorted(m for m in ('torch', 'stable_baselines3', 'mujoco', "
+            "'pretrain.run', 'pretrain.algorithms') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
