@@ -2,27 +2,32 @@
 checkpoint files, each tried for real, with the answer recorded.
 
 Groups: ``cli/config`` (``metra-pretrain train`` validation, resume, export, evaluate, goal-eval, sweep; each run
-as ``python -m pretrain ...`` in its own temporary folder, with a timeout), ``skill env`` (``gym.make`` arguments
-and ``step`` actions of ``metra/AntSkills-v0`` / ``metra/HalfCheetahSkills-v0``), ``SkillPolicy`` (``act``, ``phi``,
-``goal_skill``, ``make_env``), ``checkpoint`` (copies of the bundled ``ant`` checkpoint with broken ``config.json``
-fields or weights, missing files, bad names and Hub references; the Hub only offline or at an unreachable
+as ``python -m pretrain ...`` in its own temporary folder, with a timeout; signals sent to a sweep, and to a command
+while it starts), ``python API`` (the ``METRA``/``LSD`` classes' constructor and ``load``), ``skill env``
+(``gym.make`` arguments, ``reset``, ``render`` and ``step`` of the skill ids and the environments under them, and
+what a process that rendered prints at exit), ``SkillPolicy`` (``act``, ``phi``, ``goal_skill``, ``make_env``),
+``checkpoint`` (copies of the bundled ``ant`` checkpoint with broken or edited ``config.json`` fields or weights,
+missing files, bad names and Hub references; the Hub only offline or at an unreachable
 ``HF_ENDPOINT=http://127.0.0.1:9``, never the network) and ``pickle`` (pickling and deep-copying envs and policies,
-which should work).
+which should work). ``--only issue45`` runs the cases of issue 45 alone.
 
 Each case gets one outcome:
 
 - ``clear error``: the library's own error (exit code != 0 without a Python traceback for commands; a
   ``ValueError``/``TypeError``/``CheckpointError``/``gymnasium.error.Error`` raised in metra_gym or pretrain for
-  calls), with the first line of its message;
+  calls), with the first line of its message; for a signal: the command's own stop message with exit code
+  128 + the signal's number;
 - ``works``: no error (a legal input, or a bad input that is silently accepted: see ``expected``);
-- ``TRACEBACK``: a raw Python traceback on stderr, or an exception of another type or raised inside a library;
+- ``MISLEADING``: one clear line that says what is not so (a case names the words that would be wrong);
+- ``TRACEBACK``: a raw Python traceback on stderr, or an exception of another type or raised inside a library; for
+  a signal, any other end (Ray's ``*** SIGTERM received`` dump, another exit code, no message);
 - ``TIMEOUT``: the command did not finish within ``--timeout`` seconds.
 
 For commands, ``files left`` lists what appeared or changed in the case's folder (a failed command should leave
 nothing). Writes ``benchmarks/results/bad_input/summary.json`` (every row, the counts, ``works`` split into
-``legal`` and ``silent``) and ``table.md``. About 175 cases in about 5 minutes on 2 busy CPU cores (the commands,
-one at a time, are nearly all of it: each starts Python and torch); the Hub is never contacted. The full-disk
-cases mount a small tmpfs (root on Linux); where that fails they are skipped with a note.
+``legal`` and ``silent``) and ``table.md``. About 240 cases in 10-30 minutes on 2 busy CPU cores (the commands,
+one at a time, are nearly all of it: each starts Python and torch; three start Ray); the Hub is never contacted.
+The full-disk cases mount a small tmpfs (root on Linux); where that fails they are skipped with a note.
 
     nice -n 19 env OMP_NUM_THREADS=1 MUJOCO_GL=egl python benchmarks/bad_input.py [--timeout 180] [--only GROUP]
 """
@@ -49,6 +54,7 @@ import platform  # noqa: E402
 import re  # noqa: E402
 import shlex  # noqa: E402
 import shutil  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -74,7 +80,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "bad_input"
 OURS = (str(ROOT / "metra_gym"), str(ROOT / "pretrain"))
 MESSAGE_CHARS = 160
 SCRATCH: list[str] = []  # the scratch folder of this run, shown as <tmp> in messages
-GROUPS = ("cli/config", "skill env", "SkillPolicy", "checkpoint", "pickle")  # the table's order
+GROUPS = ("cli/config", "python API", "skill env", "SkillPolicy", "checkpoint", "pickle")  # the table's order
 TRACEBACK_MARK = "Traceback (most recent call last)"
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 # A run small enough to train in seconds: the fixture that resume and export cases start from, and the settings of
@@ -88,7 +94,7 @@ class Row:
     group: str
     input: str
     expected: str  # "error" or "works": what a careful library should answer
-    outcome: str  # "clear error", "works", "TRACEBACK" or "TIMEOUT"
+    outcome: str  # "clear error", "works", "MISLEADING", "TRACEBACK" or "TIMEOUT"
     detail: str  # exception type or exit code, and the first line of the message (or of the output)
     files_left: str  # commands: what appeared or changed in the case's folder; calls: "-"
     seconds: float
@@ -127,7 +133,8 @@ def attempt(fn: Callable[[], Any]) -> tuple[str, str]:
 def _describe(result: Any) -> str:
     if isinstance(result, tuple) and len(result) == 5:  # a step: obs, reward, terminated, truncated, info
         info = result[4]
-        return f"step ok: reward {float(result[1]):.3f}, skill {_rounded(info.get('skill'))}"
+        skill = f", skill {_rounded(info['skill'])}" if info.get("skill") is not None else ""
+        return f"step ok: reward {float(result[1]):.3f}{skill}"
     if isinstance(result, np.ndarray):
         return f"array {result.shape} {_rounded(result.ravel()[:4])}"
     return type(result).__name__ if not isinstance(result, str) else result
@@ -193,6 +200,19 @@ def classify_command(code: int, stdout: str, stderr: str) -> tuple[str, str]:
     return "clear error", f"exit {code}: {first_line(message)}"
 
 
+def classify_stop(code: int, stdout: str, stderr: str, sig: signal.Signals, must_say: str) -> tuple[str, str]:
+    """How a command stopped by ``sig`` ended (see :meth:`Runner.signal_case`)."""
+    lines = [s for s in stderr.splitlines() if s.strip()]
+    dump = next((s for s in lines if "*** SIG" in s), None)  # the C++ failure-signal handler of Ray's core worker
+    if TRACEBACK_MARK in stderr or dump is not None:
+        last = dump or next((s for s in reversed(lines) if EXCEPTION_LINE.match(s)), lines[-1] if lines else "")
+        return "TRACEBACK", f"exit {code}: {first_line(last)}"
+    message = next((s for s in lines if s.startswith("metra-pretrain")), lines[0] if lines else "")
+    if code == 128 + sig and must_say in stderr:
+        return "clear error", f"exit {code}: {first_line(message)}"
+    return "TRACEBACK", f"exit {code} (expected {128 + sig} and {must_say!r}): {first_line(message) or 'no message'}"
+
+
 class Runner:
     """Runs each command case in a fresh folder under ``scratch`` and records what it answers and leaves."""
 
@@ -223,7 +243,7 @@ class Runner:
 
     def cli(self, group: str, args: list[str], expected: str = "error", fixtures: dict[str, str] | None = None,
             files: dict[str, str] | None = None, env: dict[str, str | None] | None = None,
-            label: str | None = None) -> Row:
+            label: str | None = None, misleading_if: str | None = None) -> Row:
         folder = self.folder()
         self.setup(folder, fixtures, files)
         before = snapshot(folder)
@@ -233,6 +253,8 @@ class Runner:
             done = subprocess.run([sys.executable, "-m", "pretrain", *args], cwd=folder, env=child_env(env),
                                   capture_output=True, text=True, timeout=self.timeout)
             outcome, detail = classify_command(done.returncode, done.stdout, done.stderr)
+            if outcome == "clear error" and misleading_if is not None and misleading_if in detail:
+                outcome = "MISLEADING"  # one clear line, but it says what is not so
         except subprocess.TimeoutExpired:
             outcome, detail = "TIMEOUT", f"no answer within {self.timeout:.0f} s"
         seconds = round(time.perf_counter() - start, 2)
@@ -273,6 +295,46 @@ class Runner:
         seconds = round(time.perf_counter() - start, 2)
         return Row(group, label, expected, outcome, detail, changed_files(before, snapshot(folder)), seconds)
 
+    def signal_case(self, group: str, args: list[str], sig: signal.Signals, label: str, must_say: str,
+                    wait_for: str | None = None, after_s: float = 0.0, fixtures: dict[str, str] | None = None) -> Row:
+        """Start ``metra-pretrain ARGS`` in a fresh folder, send ``sig`` once ``wait_for`` (a path in the folder)
+        exists, or ``after_s`` seconds after the start, and record how it ends. A clear stop is exit code 128 + the
+        signal's number, a message holding ``must_say`` and no traceback; anything else (a traceback, Ray's
+        ``*** SIGTERM received`` dump, another exit code, no message) is recorded as TRACEBACK, with what it was."""
+        folder = self.folder()
+        self.setup(folder, fixtures, None)
+        before = snapshot(folder)
+        start = time.perf_counter()
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            # SIGINT as a terminal's Ctrl-C reaches it: a probe started in the background (`... &` without job
+            # control) ignores SIGINT, and its children would inherit that.
+            process = subprocess.Popen([sys.executable, "-m", "pretrain", *args], cwd=folder, env=child_env(),
+                                       stdout=out, stderr=err, text=True,
+                                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            try:
+                deadline = start + self.timeout
+                if wait_for is not None:
+                    while not (folder / wait_for).exists() and process.poll() is None and time.perf_counter() < deadline:
+                        time.sleep(0.2)
+                else:
+                    time.sleep(after_s)
+                sent = process.poll() is None
+                if sent:
+                    process.send_signal(sig)
+                code = process.wait(timeout=max(1.0, deadline - time.perf_counter()))
+                out.seek(0)
+                err.seek(0)
+                stdout, stderr = out.read(), err.read()
+                outcome, detail = classify_stop(code, stdout, stderr, sig, must_say)
+                if not sent:
+                    outcome, detail = "TRACEBACK", f"ended before the signal: {detail}"
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                outcome, detail = "TIMEOUT", f"no answer within {self.timeout:.0f} s"
+        seconds = round(time.perf_counter() - start, 2)
+        return Row(group, label, "error", outcome, detail, changed_files(before, snapshot(folder)), seconds)
+
     def python_code(self, group: str, label: str, code: str, expected: str = "error") -> Row:
         """Run ``python -c code`` in a fresh folder (no script: what a notebook or a one-liner gets)."""
         return self.command_in(self.folder(), group, ["-c", code], expected, label)
@@ -297,11 +359,14 @@ def ant_folder() -> Path:
 
 
 def make_fixtures(fixtures: Path, timeout: float) -> None:
-    """A tiny finished run, an untrained DIAYN checkpoint (no phi), an ant checkpoint naming CartPole-v1."""
+    """A tiny finished run (and one of 2 epochs), an untrained DIAYN checkpoint (no phi), an ant checkpoint naming
+    CartPole-v1."""
     fixtures.mkdir(parents=True)
     env = child_env()
     steps = [["train", "--no-progress", "--config", "point_mass", "--run-dir", "tiny_run",
               *[a for s in TINY for a in ("--set", s)]],
+             ["train", "--no-progress", "--config", "point_mass", "--run-dir", "tiny_run2",
+              *[a for s in [*TINY, "epochs=2"] for a in ("--set", s)]],
              ["export", "--untrained", "--config", "point_mass", "--set", "algo=diayn", "diayn_ckpt"]]
     for args in steps:
         done = subprocess.run([sys.executable, "-m", "pretrain", *args], cwd=fixtures, env=env, capture_output=True,
@@ -856,6 +921,208 @@ def pickle_cases(scratch: Path) -> list[Row]:
     ]
 
 
+# --- issue 45: sweeps and interrupts, run folders, the Python API, environments and checkpoints -------------------
+
+
+def _tiny_sets(*extra: str, threads: bool = False) -> list[str]:
+    """``--set`` arguments of the tiny settings (a sweep sets torch_threads itself)."""
+    return [a for s in [*TINY, *extra] if threads or not s.startswith("torch_threads=") for a in ("--set", s)]
+
+
+def _edited_state(run: Runner, edit: Callable[[dict], None], fixture: str = "tiny_run") -> dict[str, str]:
+    """``files=`` for a copy of a tiny run whose run_state/latest/state.json was edited after it was saved."""
+    state = json.loads((run.fixtures / fixture / "run_state" / "latest" / "state.json").read_text())
+    edit(state)
+    return {"run/run_state/latest/state.json": json.dumps(state)}
+
+
+def issue45_cli_cases(run: Runner) -> list[Row]:
+    """Issue 45's commands: sweeps stopped by signals and checked before Ray, Ctrl-C while a command starts, an
+    unknown MUJOCO_GL, hand-edited run folders (config.yaml, state.json), empty and odd config values."""
+    g = "cli/config"
+    base = ["sweep", "--config", "point_mass", "--run-root", "sweep", "--seeds", "0"]
+    rows = [
+        run.cli(g, [*base, "--set", "device=cuda"],
+                label="metra-pretrain sweep --config point_mass --run-root sweep --seeds 0 --set device=cuda (a machine "
+                      "without CUDA: refused before Ray starts)"),
+        run.cli(g, [*base, "--grid", "env_id=metra/PointMass-v0,metra/Nope-v0", *_tiny_sets()],
+                label="metra-pretrain sweep ... --grid env_id=metra/PointMass-v0,metra/Nope-v0 + tiny settings"),
+        run.cli(g, ["sweep", "--config", "point_mass_pixels", "--run-root", "sweep", "--seeds", "0", "--grid",
+                    "encoder_channels=[4,4],[8,8]", *_tiny_sets("buffer_size=1000")], expected="works",
+                label="metra-pretrain sweep --config point_mass_pixels ... --grid encoder_channels=[4,4],[8,8] (list "
+                      "values) + tiny settings"),
+        run.cli(g, [*base, "--grid", "encoder_channels=[8,8"],
+                label="metra-pretrain sweep ... --grid encoder_channels=[8,8 (an unclosed list)"),
+    ]
+    long_sweep = [*base, *_tiny_sets("epochs=100000", "save_every=1")]
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        rows.append(run.signal_case(g, long_sweep, sig, must_say="metra-pretrain sweep --run-root",
+                                    wait_for="sweep/seed=0/run_state/latest",
+                                    label=f"{sig.name} to metra-pretrain sweep --config point_mass --seeds 0 (once its "
+                                          "trial has saved; tiny settings, epochs=100000)"))
+    train_ant = ["train", "--no-progress", "--config", "ant", "--run-dir", "run", "--set", "epochs=1"]
+    for delay in (0.5, 1.5, 3.0):
+        rows.append(run.signal_case(g, train_ant, signal.SIGINT, must_say="interrupted", after_s=delay,
+                                    label=f"SIGINT {delay:g} s after metra-pretrain train --config ant --run-dir run "
+                                          "starts (while it imports)"))
+    for config in ("ant", "quadruped"):
+        rows.append(run.cli(g, ["train", "--no-progress", "--config", config, "--run-dir", "run"],
+                            env={"MUJOCO_GL": "banana"},
+                            label=f"MUJOCO_GL=banana metra-pretrain train --config {config} --run-dir run"))
+    # Run folders edited by hand (another helper's part of issue 45).
+    tiny = {"run": "tiny_run"}
+    resume = ["train", "--no-progress", "--resume", "run"]
+    for key, value in (("epochs", 3), ("eval_every", 7), ("learning_rate", 0.5)):
+        rows.append(run.cli(g, resume, fixtures=tiny, files=_edited_config(run, **{key: value}),
+                            label=f"metra-pretrain train --resume run (config.yaml edited since: {key} {value})"))
+        rows.append(run.cli(g, ["export", "run", "out"], fixtures=tiny, files=_edited_config(run, **{key: value}),
+                            label=f"metra-pretrain export run out (config.yaml edited since: {key} {value})"))
+    for label, edit in (("epoch 999", lambda state: state.update(epoch=999)),
+                        ("epoch 5 (the run is at epoch 1)", lambda state: state.update(epoch=5)),
+                        ('epoch "40" (a string)', lambda state: state.update(epoch="40")),
+                        ("env_rngs missing", lambda state: state.pop("env_rngs")),
+                        ("torch_rng garbled", lambda state: state.update(torch_rng="garbled"))):
+        rows.append(run.cli(g, [*resume, "--set", "epochs=2"], fixtures=tiny, files=_edited_state(run, edit),
+                            label=f"metra-pretrain train --resume run --set epochs=2 (state.json edited: {label})"))
+    rows.append(run.cli(g, [*resume, "--set", "epochs=1"], fixtures={"run": "tiny_run2"},
+                        label="metra-pretrain train --resume run --set epochs=1 (a run at epoch 2)"))
+    rows.append(run.cli(g, ["train", "--no-progress", "--config", "point_mass", "--run-dir", "run", "--set", "env_id="]))
+    rows.append(run.cli(g, ["train", "--no-progress", "--config", "/dev/null", "--run-dir", "run"],
+                        label="metra-pretrain train --config /dev/null --run-dir run", misleading_if="does not exist"))
+    return rows
+
+
+def python_api_cases(scratch: Path) -> list[Row]:
+    """``METRA("MlpPolicy", env, ...)`` and ``load`` refusing what ``metra-pretrain train`` refuses (another helper's
+    part of issue 45)."""
+    from stable_baselines3 import SAC
+
+    from pretrain import LSD, METRA
+
+    g = "python API"
+    env = gym.make("metra/PointMass-v0")
+    small = {"policy_kwargs": {"net_arch": [16]}}
+    sac_zip, metra_zip = scratch / "sac.zip", scratch / "metra.zip"
+    SAC("MlpPolicy", "Pendulum-v1", **small).save(sac_zip)
+    METRA("MlpPolicy", env, **small).save(metra_zip)
+    cases: list[tuple[str, Callable[[], Any]]] = [
+        ('METRA("MlpPolicy", env, dual_slack=-1)', lambda: METRA("MlpPolicy", env, dual_slack=-1, **small)),
+        ('METRA("MlpPolicy", env, discrete_skills="no")', lambda: METRA("MlpPolicy", env, discrete_skills="no",
+                                                                         **small)),
+        ('METRA("MlpPolicy", env, policy_kwargs={"net_arch": [0]})',
+         lambda: METRA("MlpPolicy", env, policy_kwargs={"net_arch": [0]})),
+        ('METRA("MlpPolicy", env, batch_size=0, learning_starts=50).learn(150)',
+         lambda: METRA("MlpPolicy", env, batch_size=0, learning_starts=50, **small).learn(150)),
+        ('METRA("MlpPolicy", env, buffer_size=10**12)', lambda: METRA("MlpPolicy", env, buffer_size=10**12, **small)),
+        ('METRA("MlpPolicy", 42)', lambda: METRA("MlpPolicy", 42)),
+        ('METRA("MlpPolicy", None)', lambda: METRA("MlpPolicy", None)),
+        ("METRA.load(<a plain SB3 SAC zip>)", lambda: METRA.load(sac_zip)),
+        ("LSD.load(<a METRA zip>)", lambda: LSD.load(metra_zip)),
+        ('METRA.on_backbone("crossq").load(<a METRA zip on the SAC backbone>)',
+         lambda: METRA.on_backbone("crossq").load(metra_zip)),
+    ]
+    rows = [call(g, label, fn) for label, fn in cases]
+    env.close()
+    return rows
+
+
+def _optional(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def issue45_env_cases(run: Runner) -> list[Row]:
+    """Reset options that are not a mapping, render() without render_mode, a NaN action of the Kitchen, and the EGL
+    tracebacks a process printed at exit when its rendering envs were left to the garbage collector."""
+    g = "skill env"
+    makes: list[tuple[str, dict[str, Any]]] = [("metra/Ant-v0", {}), ("metra/AntSkills-v0", {}),
+                                               ("metra/PointMass-v0", {})]
+    if _optional("dm_control"):
+        makes.append(("metra/Quadruped-v0", {"obs_type": "state"}))
+    if _optional("gymnasium_robotics"):
+        makes.append(("metra/Kitchen-v0", {"obs_type": "state"}))
+    rows: list[Row] = []
+    for env_id, kwargs in makes:
+        shown = "".join(f", {k}={v!r}" for k, v in kwargs.items())
+
+        def reset_with(env_id: str = env_id, kwargs: dict[str, Any] = kwargs) -> Any:
+            env = gym.make(env_id, **kwargs)
+            try:
+                return env.reset(options="x")
+            finally:
+                env.close()
+
+        def render_without_mode(env_id: str = env_id, kwargs: dict[str, Any] = kwargs) -> Any:
+            env = gym.make(env_id, **kwargs)
+            try:
+                env.reset(seed=0)
+                return env.render()
+            finally:
+                env.close()
+
+        rows.append(call(g, f"gym.make({env_id!r}{shown}).reset(options='x')", reset_with))
+        rows.append(call(g, f"gym.make({env_id!r}{shown}).render() (made without render_mode)", render_without_mode))
+    if _optional("gymnasium_robotics"):
+        def kitchen_nan() -> Any:
+            env = gym.make("metra/Kitchen-v0", obs_type="state")
+            try:
+                env.reset(seed=0)
+                return env.step(np.full(env.action_space.shape, np.nan, dtype=np.float32))
+            finally:
+                env.close()
+
+        rows.append(call(g, "gym.make('metra/Kitchen-v0', obs_type='state').step([nan] * 9)", kitchen_nan))
+    exits = [("an Ant rendered", "gym.make('metra/Ant-v0', render_mode='rgb_array')")]
+    if _optional("dm_control"):
+        exits.append(("a pixel Quadruped and an Ant rendered", "gym.make('metra/Quadruped-v0', frame_size=16), "
+                                                               "gym.make('metra/Ant-v0', render_mode='rgb_array')"))
+    if _optional("gymnasium_robotics"):
+        exits.append(("a pixel Kitchen", "gym.make('metra/Kitchen-v0', frame_size=16)"))
+    for what, made in exits:
+        code = (f"import gymnasium as gym, metra_gym\nenvs = [{made}]\nfor env in envs:\n    env.reset(seed=0)\n"
+                "    if env.render_mode: env.render()\nprint('rendered, not closed')\n")
+        rows.append(run.python_code(g, f"python -c: exit after {what}, the envs not closed (no EGLError at exit)", code,
+                                    expected="works"))
+    return rows
+
+
+def issue45_checkpoint_cases(scratch: Path) -> list[Row]:
+    """config.json edited after export (config_sha256), a key of a later format version in an older file, and a
+    config.json nested too deeply to parse."""
+    from metra_gym.skill_policy import SkillPolicy
+
+    g = "checkpoint"
+    base = scratch / "issue45_checkpoints"
+    base.mkdir()
+    count = iter(range(1000))
+
+    def load(label: str, edit: Callable[[dict], None], rehash: bool = False) -> Row:
+        folder = broken_checkpoint(base / f"c{next(count):03d}", edit_config=edit, rehash=rehash)
+        return call(g, label, lambda: SkillPolicy.from_pretrained(folder))
+
+    def relu(config: dict) -> None:
+        config.update(actor_activation="relu", format_version=3)
+
+    def relu_in_an_older_file(config: dict) -> None:
+        config.pop("config_sha256", None)
+        config["actor_activation"] = "relu"
+
+    rows = [
+        load("config.json actor_activation = 'relu' on tanh weights (format_version 3, config_sha256 not updated)",
+             relu),
+        load("config.json env_kwargs = {reset_noise_scale: 0.5} (config_sha256 not updated)",
+             set_key("env_kwargs", {"reset_noise_scale": 0.5})),
+        load("config.json without config_sha256 (written before it existed), actor_activation = 'relu' in format 2",
+             relu_in_an_older_file),
+    ]
+    folder = broken_checkpoint(base / f"c{next(count):03d}")
+    text = (folder / "config.json").read_text()
+    (folder / "config.json").write_text(text[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    rows.append(call(g, "config.json with a value nested 100,000 deep", lambda: SkillPolicy.from_pretrained(folder)))
+    return rows
+
+
 # --- results ----------------------------------------------------------------------------------------------------
 
 
@@ -885,12 +1152,14 @@ def write_table(rows: list[Row], summary: dict[str, Any], path: Path) -> None:
     lines = ["# Bad inputs and what the user gets", "",
              f"Generated by `benchmarks/bad_input.py` on {summary['date']} ({summary['machine']}). "
              f"{summary['counts']['total']} cases: " + ", ".join(
-                 f"{summary['counts'].get(k, 0)} {k}" for k in ("clear error", "works", "TRACEBACK", "TIMEOUT"))
+                 f"{summary['counts'].get(k, 0)} {k}" for k in ("clear error", "works", "MISLEADING", "TRACEBACK",
+                                                                "TIMEOUT"))
              + f" (works: {summary['counts'].get('legal', 0)} legal inputs, {summary['counts'].get('silent', 0)} bad "
                "inputs silently accepted).",
              "", "Outcomes: **clear error** (the library's own error: exit code or exception type, then the first "
-             "line of the message), **works** (no error), **TRACEBACK** (a raw Python traceback or a library's "
-             "exception), **TIMEOUT**. A ⚠ marks an answer other than expected (an error where the input is legal, "
+             "line of the message), **works** (no error), **MISLEADING** (one clear line that says what is not so), "
+             "**TRACEBACK** (a raw Python traceback or a library's exception; for a signal, any end other than the "
+             "command's own stop message and exit code 128 + the signal), **TIMEOUT**. A ⚠ marks an answer other than expected (an error where the input is legal, "
              "or a bad input silently accepted). *Files left* is what a command wrote or changed in its folder.", "",
              "| group | input | what the user gets | files left |", "|---|---|---|---|"]
     for row in rows:
@@ -903,9 +1172,10 @@ def write_table(rows: list[Row], summary: dict[str, Any], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per command case")
-    parser.add_argument("--only", choices=["cli", "env", "policy", "checkpoint", "pickle", "reliability"],
+    parser.add_argument("--only", choices=["cli", "env", "policy", "checkpoint", "pickle", "reliability", "issue45"],
                         action="append", help="run only these groups (repeatable); reliability: the calls and "
-                                              "worker cases of issues 25 and 26 (their commands are in cli)")
+                                              "worker cases of issues 25 and 26 (their commands are in cli); "
+                                              "issue45: every case of issue 45")
     parser.add_argument("--scratch", type=Path, help="folder for the cases (default: a new temporary folder)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder of the cases")
@@ -914,7 +1184,7 @@ def main() -> None:
     if args.child is not None:
         child(args.child)
         return
-    groups = set(args.only or ["cli", "env", "policy", "checkpoint", "pickle", "reliability"])
+    groups = set(args.only or ["cli", "env", "policy", "checkpoint", "pickle", "reliability", "issue45"])
     scratch = Path(tempfile.mkdtemp(prefix="bad_input_", dir=args.scratch))
     SCRATCH.extend([str(scratch.resolve()), str(scratch)])
     fixtures = scratch / "fixtures"
@@ -929,6 +1199,9 @@ def main() -> None:
         # Issues 25 and 26: run folders, full disks, worker processes, and calls that were raw or silent.
         ("reliability", lambda: reliability_calls(scratch) + worker_cases(runner)),
         ("cli", lambda: run_folder_cases(runner) + full_disk_cases(runner)),
+        # Issue 45: sweeps and interrupts, run folders, the Python API, environments and checkpoints.
+        ("issue45", lambda: (python_api_cases(scratch) + issue45_env_cases(runner) + issue45_checkpoint_cases(scratch)
+                             + issue45_cli_cases(runner))),
     ]
     for name, run_group in steps:
         if name in groups:
@@ -946,7 +1219,7 @@ def main() -> None:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     write_table(rows, summary, args.out / "table.md")
     for row in rows:
-        if row.outcome in ("TRACEBACK", "TIMEOUT") or (row.expected == "works") != (row.outcome == "works"):
+        if row.outcome in ("TRACEBACK", "TIMEOUT", "MISLEADING") or (row.expected == "works") != (row.outcome == "works"):
             print(f"[{row.outcome}] {row.group}: {row.input}\n    {row.detail}")
     print(json.dumps(summary["counts"]))
     print(f"wrote {args.out / 'summary.json'} and {args.out / 'table.md'}")
