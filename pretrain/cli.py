@@ -63,8 +63,10 @@ def _train(args: argparse.Namespace) -> int:
     except NonFiniteLossError as error:
         print(f"metra-pretrain: stopped: {error}", file=sys.stderr)
         return 3
-    except KeyboardInterrupt:
-        print(f"metra-pretrain: interrupted; the last saved run state is kept ({resume_hint})", file=sys.stderr)
+    except KeyboardInterrupt:  # before training started (signals during training stop it after the epoch)
+        kept = (f"the last saved run state is kept ({resume_hint})" if has_saved_state(run_dir)
+                else "no run state was saved; run the same command again to start the run")
+        print(f"metra-pretrain: interrupted; {kept}", file=sys.stderr)
         return 130
     except OSError as error:  # a full disk, a folder made read-only under a running run, ...
         if has_saved_state(run_dir):

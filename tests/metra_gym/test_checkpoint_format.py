@@ -131,8 +131,17 @@ def test_config_sha256_ignores_formatting_and_an_export_records_it(tmp_path):
     reordered = dict(reversed(list(config.items())))
     (folder / "config.json").write_text(json.dumps(reordered, indent=4, sort_keys=False))
     assert read_config(folder) == config  # reformatted and reordered, same content: loads
-    written = _copy(tmp_path / "x", edit_config=lambda c: c.update(actor_activation="relu", format_version=3))
-    assert read_config(written)["actor_activation"] == "relu"  # re-hashed, as an export writes it
+    from safetensors.torch import load_file
+
+    from metra_gym.skill_checkpoint.writer import write_checkpoint
+
+    bundled = resolve_checkpoint("ant")
+    written = write_checkpoint(load_file(bundled / "model.safetensors"), {**config, "actor_activation": "relu",
+                                                                          "format_version": 3}, tmp_path / "x")
+    # As every export writes it: hashed last, so the file's own hash covers the weights' hash and every other key.
+    config = json.loads((written / "config.json").read_text())
+    assert config["actor_activation"] == "relu" and config["config_sha256"] == config_sha256(config)
+    assert read_config(written) == config
 
 
 def test_a_checkpoint_written_before_config_sha256_loads_and_refuses_keys_of_later_versions(tmp_path):

@@ -59,3 +59,17 @@ def test_the_command_line_module_leaves_the_heavy_imports_to_main():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_ctrl_c_before_a_new_run_saved_says_nothing_was_kept(monkeypatch, capsys, tmp_path):
+    """A Ctrl-C while ``train`` builds a new run (before its signal handler is in place) has no run state to point
+    to: the message must not send the user to ``--resume``, which would fail."""
+    import pretrain.run.trainer
+
+    def interrupted_train(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pretrain.run.trainer, "train", interrupted_train)
+    assert main(["train", "--config", "point_mass", "--run-dir", str(tmp_path / "run")]) == 130
+    err = capsys.readouterr().err
+    assert err == "metra-pretrain: interrupted; no run state was saved; run the same command again to start the run\n"

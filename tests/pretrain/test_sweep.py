@@ -97,6 +97,9 @@ def test_grid_values_may_be_lists_mappings_and_quoted_strings():
     trials = grid_trials("point_mass_pixels", [0], parse_grid(["encoder_channels=[8,8,8,8],[16,16,16,16]"]))
     assert [t.name for t in trials] == ["encoder_channels=_8,8,8,8_-seed=0", "encoder_channels=_16,16,16,16_-seed=0"]
     assert [t.config(1).encoder_channels for t in trials] == [[8] * 4, [16] * 4]
+    # Each value reaches its trial's config as it was parsed (null is None, not the string "None").
+    trials = grid_trials("point_mass", [0], parse_grid(["phi_width=null,8"]))
+    assert [t.config(1).phi_width for t in trials] == [None, 8]
     # Scalar values keep the folder names of earlier sweeps (which a restarted sweep resumes).
     assert trial_name({"learning_rate": "1e-4", "seed": 0}) == "learning_rate=1e-4-seed=0"
 
