@@ -9,8 +9,6 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from pretrain.config import ConfigError, builtin_configs, load_config, parse_override
-
 DESCRIPTION = """metra-pretrain: train skills (METRA or a baseline), resume a run, export and evaluate its skills.
 
 examples:
@@ -29,6 +27,7 @@ examples:
 
 def _train(args: argparse.Namespace) -> int:
     from pretrain.algorithms.common.backbones import NonFiniteLossError
+    from pretrain.config import ConfigError, load_config, parse_override
     from pretrain.run.run_config import read_run_config
     from pretrain.run.run_state import ResumeError, has_saved_state, run_state_dir
     from pretrain.run.trainer import train
@@ -109,6 +108,7 @@ def _fail(error: Exception | str) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from pretrain.config import ConfigError, load_config
     from pretrain.export import export_run, export_untrained
     from pretrain.run.run_state import ResumeError
 
@@ -203,6 +203,7 @@ def _sweep_command(args: argparse.Namespace) -> str:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from pretrain.config import ConfigError
     from pretrain.sweep import SweepInterrupted, parse_grid, sweep
 
     try:
@@ -238,6 +239,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pretrain.config import builtin_configs
+
     parser = argparse.ArgumentParser(prog="metra-pretrain", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
