@@ -363,15 +363,16 @@ def ant_folder() -> Path:
 
 
 def make_fixtures(fixtures: Path, timeout: float) -> None:
-    """A tiny finished run (and one of 2 epochs), an untrained DIAYN checkpoint (no phi), an ant checkpoint naming
-    CartPole-v1."""
+    """A tiny finished run (and one of 2 epochs), untrained DIAYN and DADS checkpoints (no phi; DIAYN's has q(z | s),
+    format 5), an ant checkpoint naming CartPole-v1."""
     fixtures.mkdir(parents=True)
     env = child_env()
     steps = [["train", "--no-progress", "--config", "point_mass", "--run-dir", "tiny_run",
               *[a for s in TINY for a in ("--set", s)]],
              ["train", "--no-progress", "--config", "point_mass", "--run-dir", "tiny_run2",
               *[a for s in [*TINY, "epochs=2"] for a in ("--set", s)]],
-             ["export", "--untrained", "--config", "point_mass", "--set", "algo=diayn", "diayn_ckpt"]]
+             ["export", "--untrained", "--config", "point_mass", "--set", "algo=diayn", "diayn_ckpt"],
+             ["export", "--untrained", "--config", "point_mass", "--set", "algo=dads", "dads_ckpt"]]
     for args in steps:
         done = subprocess.run([sys.executable, "-m", "pretrain", *args], cwd=fixtures, env=env, capture_output=True,
                               text=True, timeout=timeout)
@@ -455,8 +456,11 @@ def cli_cases(run: Runner) -> list[Row]:
                         label="metra-pretrain evaluate ckpt --skills 2 (untrained DIAYN point-mass checkpoint)"))
     rows.append(run.cli(g, ["evaluate", "ant", "--skills", "1", "--out", "file.txt"], fixtures={"file.txt": "file.txt"},
                         label="metra-pretrain evaluate ant --skills 1 --out file.txt (an existing file)"))
-    rows.append(run.cli(g, ["goal-eval", "ckpt", "--goals", "2"], fixtures={"ckpt": "diayn_ckpt"},
-                        label="metra-pretrain goal-eval ckpt --goals 2 (untrained DIAYN checkpoint, no phi)"))
+    rows.append(run.cli(g, ["goal-eval", "ckpt", "--goals", "2"], fixtures={"ckpt": "diayn_ckpt"}, expected="works",
+                        label="metra-pretrain goal-eval ckpt --goals 2 (untrained DIAYN checkpoint: no phi, goal "
+                              "skills from its q(z | s), format 5)"))
+    rows.append(run.cli(g, ["goal-eval", "ckpt", "--goals", "2"], fixtures={"ckpt": "dads_ckpt"},
+                        label="metra-pretrain goal-eval ckpt --goals 2 (untrained DADS checkpoint: no phi, no q(z | s))"))
     rows.append(run.cli(g, ["goal-eval", "ant", "--goals", "2", "--baseline", "half_cheetah"]))
     rows.append(run.cli(g, ["goal-eval", "ant", "--goals", "2", "--no-baseline", "--out", "file.txt"],
                         fixtures={"file.txt": "file.txt"},
@@ -965,7 +969,7 @@ def issue45_cli_cases(run: Runner) -> list[Row]:
                                     label=f"{sig.name} to metra-pretrain sweep --config point_mass --seeds 0 (once its "
                                           "trial has saved; tiny settings, epochs=100000)"))
     train_ant = ["train", "--no-progress", "--config", "ant", "--run-dir", "run", "--set", "epochs=1"]
-    for delay in (0.5, 1.5, 3.0):
+    for delay in (0.2, 0.5, 1.5, 3.0):
         rows.append(run.signal_case(g, train_ant, signal.SIGINT, must_say="interrupted", after_s=delay,
                                     misleading_if="run state is kept",  # a new run saves nothing in its first seconds
                                     label=f"SIGINT {delay:g} s after metra-pretrain train --config ant --run-dir run "
