@@ -70,7 +70,7 @@ def collected_model(config_name: str, overrides: list[str], run_dir: Path):
     collection's seconds."""
     config = load_config(config_name, [*overrides, "buffer_size=20000", f"gradient_steps={GRADIENT_STEPS[config_name]}"])
     config.learning_starts = config.steps_per_epoch
-    device = resolve_device(config)
+    device = resolve_device(config.device)
     model = run_model.build_model(config, training_env(config, env_factory(config)), run_dir)
     th.set_num_threads(config.torch_threads)
     start = time.perf_counter()
