@@ -15,9 +15,9 @@ compares with on state Ant; line numbers are of ``agent/icm_apt.py``.
       r_i = log(1 + (1/k) sum_{j in kNN(i)} max(||e(s_i) - e(s_j)|| / M - c, 0))
 
   :class:`~pretrain.algorithms.common.particle_entropy.ParticleEntropy`. ``icm_apt.yaml`` sets ``knn_rms: false``
-  and ``knn_clip: 0.0``: the distances are not normalised (M = 1) and not clipped (c = 0); ``apt_knn_rms: true`` divides
-  them by the running mean M of the k-NN distances, as APS does (and as URLB's unused ``state_apt.yaml`` would,
-  with ``knn_clip: 0.0001``; that file lacks ``icm_rep_dim`` and cannot build its agent).
+  and ``knn_clip: 0.0``: the distances are not normalised (M = 1) and not clipped (c = 0); ``apt_knn_rms: true``
+  divides them by the running mean M of the k-NN distances, as APS does (and as URLB's unused ``state_apt.yaml``
+  would, with ``knn_clip: 0.0001``; that file lacks ``icm_rep_dim`` and cannot build its agent).
 
 An exploration method has no skill: the policy is pi(a | s) (``skill_dim`` 0), and its export is a plain policy.
 

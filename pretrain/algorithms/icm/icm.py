@@ -1,9 +1,9 @@
 """ICM, the Intrinsic Curiosity Module (Pathak, Agrawal, Efros, Darrell, ICML 2017, https://arxiv.org/abs/1705.05363),
 as URLB's exploration baseline, on Stable-Baselines3.
 
-Reference code: URLB (Laskin et al., NeurIPS 2021 Datasets and Benchmarks, https://github.com/rll-research/url_benchmark),
-``agent/icm.py`` and ``agent/icm.yaml``, the implementation the METRA paper compares with on state Ant. "URLB" below
-is that code at commit bb98f0c; line numbers are of ``agent/icm.py``.
+Reference code: URLB (Laskin et al., NeurIPS 2021 Datasets and Benchmarks,
+https://github.com/rll-research/url_benchmark), ``agent/icm.py`` and ``agent/icm.yaml``, the implementation the METRA
+paper compares with on state Ant. "URLB" below is that code at commit bb98f0c; line numbers are of ``agent/icm.py``.
 
 - Model (lines 11-42): a forward model f(s, a) of the next state and an inverse model g(s, s') = tanh(MLP) of the
   action, on the observation itself (:class:`~pretrain.algorithms.common.forward_inverse.ForwardInverseModel`).

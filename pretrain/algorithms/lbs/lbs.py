@@ -84,7 +84,8 @@ class LBSLearner(SkillLearner):
 
     def latent_means(self, obs: th.Tensor, actions: th.Tensor, next_obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """(mu_q(s, a, s'), mu_p(s, a)): the means of the posterior and of the prior of z', each (batch, latent)."""
-        return self.posterior_net(th.cat([obs, actions, next_obs], dim=1)), self.prior_net(th.cat([obs, actions], dim=1))
+        posterior_mean = self.posterior_net(th.cat([obs, actions, next_obs], dim=1))
+        return posterior_mean, self.prior_net(th.cat([obs, actions], dim=1))
 
     @staticmethod
     def surprise(posterior_mean: th.Tensor, prior_mean: th.Tensor) -> th.Tensor:

@@ -57,7 +57,8 @@ def test_an_exploration_method_exports_a_plain_policy_that_acts_like_the_sb3_act
 
 def test_a_skill_env_refuses_a_plain_policy_with_one_clear_error(tmp_path):
     checkpoint = _exported(tmp_path, "rnd")
-    message = "holds a plain RND policy pi\\(a \\| s\\) without skills .*SkillPolicy.from_pretrained\\(checkpoint\\).act"
+    message = ("holds a plain RND policy pi\\(a \\| s\\) without skills "
+               ".*SkillPolicy.from_pretrained\\(checkpoint\\).act")
     with pytest.raises(CheckpointError, match=message):
         metra_gym.SkillEnv("metra/PointMass-v0", checkpoint=checkpoint)
     with pytest.raises(CheckpointError, match=message):
@@ -87,7 +88,8 @@ LEARNING = ["epochs=20", "learning_starts=1200", "gradient_steps=50", "batch_siz
 
 def _total_coverage(algo: str, run_dir) -> int:
     """The bins visited by every training trajectory of the method's learning run."""
-    return train(load_config("point_mass", [f"algo={algo}", *LEARNING]), run_dir, verbose=0).history[-1]["total_coverage"]
+    history = train(load_config("point_mass", [f"algo={algo}", *LEARNING]), run_dir, verbose=0).history
+    return history[-1]["total_coverage"]
 
 
 @pytest.fixture(scope="module")
