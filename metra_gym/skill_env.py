@@ -96,6 +96,12 @@ class SkillEnv(gym.Env, EzPickle):
             raise ValueError(f"policy_obs_dim must be an integer >= 1 or None, got {policy_obs_dim!r}")
         # The policy first: pixel skills decide how the environment draws its frames.
         self.policy = checkpoint if isinstance(checkpoint, SkillPolicy) else _load_policy(checkpoint, revision)
+        if self.policy.skill_dim == 0:
+            raise CheckpointError(
+                f"checkpoint {self.policy.source or checkpoint!r} holds a plain {self.policy.algorithm.upper()} policy "
+                "pi(a | s) without skills (an exploration method): a skill environment's action is a skill, and this "
+                "policy has none to choose. Run it in the environment itself: "
+                "metra_gym.SkillPolicy.from_pretrained(checkpoint).act(obs)")
         if isinstance(env, str):
             # The skill-level TimeLimit bounds the episode; the inner one would cut a skill short.
             # ValueError, not TypeError: gym.make appends its own text to a TypeError raised while building.

@@ -254,7 +254,16 @@ class SkillPolicy:
         return torch.from_numpy(np.broadcast_to(self._skill_array(z, batch), (batch, self.skill_dim)).copy())
 
     def _skill_array(self, z: Any, batch: int) -> np.ndarray:
-        """Checked skills as float32, shape (1 or batch, skill_dim)."""
+        """Checked skills as float32, shape (1 or batch, skill_dim); for a plain policy (``skill_dim`` 0), none."""
+        if self.skill_dim == 0:  # an exploration method's pi(a | s): no skill to give
+            if z is not None and np.size(z) != 0:
+                raise ValueError(f"{self.source or 'this checkpoint'} is a plain {self.algorithm.upper()} policy "
+                                 f"without skills (an exploration method): call act(obs) without z, got z of shape "
+                                 f"{np.shape(z)}")
+            return np.zeros((1, 0), dtype=np.float32)
+        if z is None:
+            raise ValueError(f"these skills need a skill z of shape ({self.skill_dim},) or (batch, {self.skill_dim}): "
+                             "act(obs, z)")
         try:
             array = np.atleast_2d(np.asarray(z, dtype=np.float64))
         except (TypeError, ValueError, OverflowError):
@@ -285,7 +294,7 @@ class SkillPolicy:
     # --- the API ----------------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def act(self, obs: Any, z: Any, deterministic: bool = True, rng: np.random.Generator | int | None = None
+    def act(self, obs: Any, z: Any = None, deterministic: bool = True, rng: np.random.Generator | int | None = None
             ) -> np.ndarray:
         """Actions in the environment's bounds for observations and skills (the mean action when deterministic;
         otherwise a sample with noise from ``rng``).
@@ -293,7 +302,8 @@ class SkillPolicy:
         :param obs: raw observations, shape (obs_dim,) or (batch, obs_dim).
         :param z: skills, shape (skill_dim,) or (batch, skill_dim): one-hot vectors for discrete skills; continuous
             ones of the checkpoint's :attr:`skill_prior`: unit vectors (norm within 1e-3 of 1) for METRA and LSD,
-            any vector for DIAYN and DADS (N(0, I)), vectors in [0, 1]^D for CIC.
+            any vector for DIAYN and DADS (N(0, I)), vectors in [0, 1]^D for CIC. None (or an empty array) for the
+            plain policy of an exploration method (``skill_dim`` 0), which takes no skill.
         :param deterministic: the mean action, or a sample.
         :param rng: the noise of a sample: a ``np.random.Generator``, or a seed (an int) for a new one.
         """
@@ -315,12 +325,12 @@ class SkillPolicy:
         action = self._in_bounds(action)
         return action[0] if single else action
 
-    def fixed_skill_actor(self, z: Any) -> Callable[[Any], np.ndarray]:
+    def fixed_skill_actor(self, z: Any = None) -> Callable[[Any], np.ndarray]:
         """``obs -> act(obs, z)`` (deterministic) for single observations with the skill ``z`` fixed, as the skill env
         runs a skill for K steps: checks ``z`` once, and for state skills runs :class:`~metra_gym.networks.NumpySkillActor`
         with ``z``'s share of the first layer computed once (pixel skills: the torch path).
 
-        :param z: one skill, shape (skill_dim,), as :meth:`act` takes it.
+        :param z: one skill, shape (skill_dim,), as :meth:`act` takes it (None for a plain policy).
         :raises ValueError: from the returned function, for an observation that is not ``(obs_dim,)`` finite numbers.
         """
         if self._numpy_actor is None:

@@ -3,7 +3,8 @@
 The public API (what ``examples/`` use); everything loads on first use, so that ``import pretrain`` (and the CLI's
 start) stays light:
 
-- the algorithm classes ``METRA``, ``LSD``, ``DIAYN``, ``DADS``, ``CIC`` (SB3 algorithms; ``METRA.on_backbone("crossq")``
+- the algorithm classes ``METRA``, ``LSD``, ``DIAYN``, ``DADS``, ``CIC`` and the exploration methods ``ICM``, ``LBS``,
+  ``RND``, ``APT``, ``DISAGREEMENT``, ``APS`` (SB3 algorithms; ``METRA.on_backbone("crossq")``
   gives one on another backbone, ``algorithm_class(algo, backbone)`` one by name, ``ALGORITHMS`` lists the names)::
 
       from pretrain import METRA

@@ -1,7 +1,7 @@
 """The pickle-free skill checkpoint: a folder with ``model.safetensors`` and ``config.json``.
 
-``model.safetensors`` holds the skill actor (``actor.*``), phi (``phi.*``; METRA, LSD) and DIAYN's q(z | s)
-(``skill_posterior.*``) as float32 tensors;
+``model.safetensors`` holds the skill actor (``actor.*``; with ``skill_dim`` 0, an exploration method's plain policy
+pi(a | s)), phi (``phi.*``; METRA, LSD) and DIAYN's q(z | s) (``skill_posterior.*``) as float32 tensors;
 ``config.json`` says what they need (environment, observation normaliser, skill space, network shape) and
 where they came from (training provenance). A model card ``README.md`` may sit beside them.
 """
@@ -28,14 +28,17 @@ from metra_gym.skill_priors import SKILL_PRIORS, UNIT
 # Only such checkpoints are written as 4, so that older readers refuse them instead of projecting N(0, I) skills to
 # unit length or feeding frames to a state network. Version 5 adds the optional ``skill_posterior_hidden`` (absent or
 # null: none) with the tensors ``skill_posterior.net.*``: the mean of DIAYN's discriminator q(z | s) (state skills),
-# which picks the skill of a goal for zero-shot goal reaching; written as 5 only when present.
+# which picks the skill of a goal for zero-shot goal reaching; written as 5 only when present. Version 6 allows
+# ``skill_dim`` 0: the plain policy pi(a | s) of an exploration method (ICM, RND, ...), which no skill environment
+# runs; only such checkpoints are written as 6, so that older readers refuse them.
 #
 # ``config_sha256`` (any version; written by every export from now on) is the sha256 of config.json's content
 # without itself (:func:`config_sha256`), so that an edit of config.json after export is refused as
 # ``weights_sha256`` refuses one of the weights. It needs no new version: a reader that does not know it ignores it
 # and reads the rest correctly. Checkpoints written before it (earlier Hub uploads) load as before; in them, a key
 # of a later version than the one they declare is refused (a ``relu`` actor_activation added to a version 2 file).
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
+PLAIN_POLICY_VERSION = 6
 POSTERIOR_KEY = "skill_posterior_hidden"
 PIXELS_KEY = "pixels"
 # The keys (and the value their absence means) that each later version added: a file declaring an older version
@@ -142,9 +145,12 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         fail("env_id", "a non-empty string (a Gymnasium env id)")
     if not isinstance(config["env_kwargs"], dict):
         fail("env_kwargs", "a JSON object of keyword arguments")
-    for key in ("obs_dim", "action_dim", "skill_dim"):
+    for key in ("obs_dim", "action_dim"):
         if not _is_int(config[key]) or config[key] < 1:
             fail(key, "a positive integer")
+    plain_allowed = version >= PLAIN_POLICY_VERSION
+    if not _is_int(config["skill_dim"]) or config["skill_dim"] < (0 if plain_allowed else 1):
+        fail("skill_dim", "a positive integer" + (", or 0 for a plain policy without skills" if plain_allowed else ""))
     action_dim = config["action_dim"]
     for key in ("action_low", "action_high"):
         if not _numbers(config[key], action_dim):
@@ -153,6 +159,8 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         fail("action_high", "at least action_low in every entry")
     if not isinstance(config["discrete_skills"], bool):
         fail("discrete_skills", "true or false (a JSON boolean, not a string)")
+    if config["skill_dim"] == 0 and config["discrete_skills"]:
+        fail("discrete_skills", "false for a plain policy (skill_dim 0)")
     for key in ("actor_hidden", "phi_hidden"):
         hidden = config[key]
         if key == "phi_hidden" and hidden is None:  # an algorithm without a representation (DIAYN, DADS, CIC)

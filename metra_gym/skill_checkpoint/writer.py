@@ -23,8 +23,8 @@ from metra_gym.skill_checkpoint.format import (
     CARD,
     CONFIG,
     CONFIG_SHA256_KEY,
-    FORMAT_VERSION,
     PIXELS_KEY,
+    PLAIN_POLICY_VERSION,
     POSTERIOR_KEY,
     SHA256_KEY,
     WEIGHTS,
@@ -49,9 +49,11 @@ def checkpoint_config(*, env_id: str, env_kwargs: dict[str, Any], obs_dim: int, 
                       skill_posterior_hidden: list[int] | None = None) -> dict[str, Any]:
     """The ``config.json`` of a skill checkpoint: what the networks need and where they came from. Its format version
     is the lowest that reads it (2 for a tanh actor on unit or one-hot skills; 3 adds ReLU actors, 4 the other
-    skill priors and pixels, 5 q(z | s)), so that older metra-gym versions load what they can and refuse what they
-    would misread.
+    skill priors and pixels, 5 q(z | s), 6 plain policies without skills), so that older metra-gym versions load what
+    they can and refuse what they would misread.
 
+    :param skill_dim: the size of the skill; 0 for an exploration method's plain policy pi(a | s), which no skill
+        environment runs (its ``skill_env_id`` is null).
     :param skill_prior: the prior of continuous skills (one-hot skills are recorded as unit's).
     :param actor_activation: the actor's hidden activation, "tanh" or "relu".
     :param phi_hidden: phi's hidden widths (None: the checkpoint has no phi).
@@ -62,13 +64,14 @@ def checkpoint_config(*, env_id: str, env_kwargs: dict[str, Any], obs_dim: int, 
     :param skill_posterior_hidden: the hidden widths of q(z | s) (DIAYN's, state skills; None: none).
     """
     prior = UNIT if discrete_skills else skill_prior
-    version = (FORMAT_VERSION if skill_posterior_hidden is not None else 4 if prior != UNIT or pixels is not None
-               else 3 if actor_activation != "tanh" else 2)
+    plain = skill_dim == 0  # an exploration method's policy pi(a | s)
+    version = (PLAIN_POLICY_VERSION if plain else 5 if skill_posterior_hidden is not None
+               else 4 if prior != UNIT or pixels is not None else 3 if actor_activation != "tanh" else 2)
     return {
         "format_version": version,
         "env_id": env_id,
         "env_kwargs": env_kwargs,
-        "skill_env_id": skill_env_id(env_id),
+        "skill_env_id": None if plain else skill_env_id(env_id),
         "obs_dim": int(obs_dim),
         "action_dim": len(action_low),
         "action_low": [float(v) for v in action_low],
@@ -95,8 +98,8 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
     metadata = {
         "library_name": "metra-gym",
         "tags": [config["env_id"], "reinforcement-learning", "stable-baselines3",
-                 str(provenance.get("config", {}).get("algo", "metra")), "skill-discovery",
-                 "deep-reinforcement-learning"],
+                 str(provenance.get("config", {}).get("algo", "metra")),
+                 "skill-discovery" if config["skill_dim"] else "exploration", "deep-reinforcement-learning"],
     }
     if metric is not None:  # an untrained baseline has no measured result
         metadata.update(metadata_eval_result(
@@ -106,6 +109,10 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
             dataset_id=config["env_id"]))
     prior = DESCRIPTIONS[config.get("skill_prior", UNIT)]
     skills = f"{config['skill_dim']} {'discrete (one-hot)' if config['discrete_skills'] else f'continuous ({prior})'}"
+    policy, what = "Skill policy pi(a|s,z)", "skills"
+    if config["skill_dim"] == 0:
+        skills = "none, a plain exploration policy (skill environments do not take it)"
+        policy, what = "Policy pi(a|s)", "policy"
     algo = str(provenance.get("config", {}).get("algo", "metra")).upper()
     epochs = f" ({provenance['epochs']} epochs)" if provenance.get("epochs") is not None else ""
     hours = provenance.get("wall_clock_h")
@@ -125,9 +132,9 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
                      f"{goals['ci95'][1]:.1f}); {goals.get('untrained_mean', float('nan')):.1f} m"))
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
     body = f"""
-# {algo} skills for {config['env_id']}
+# {algo} {what} for {config['env_id']}
 
-Skill policy pi(a|s,z){" and representation phi(s)" if config.get("phi_hidden") else ""} trained with {algo} by
+{policy}{" and representation phi(s)" if config.get("phi_hidden") else ""} trained with {algo} by
 metra-gym ({provenance.get('algorithm')}). Skills: {skills}.
 
 | | |
@@ -150,9 +157,15 @@ sha256 of the weights and of the file itself, training configuration and provena
 
 def usage_snippet(config: dict[str, Any], checkpoint: str = "hf://ORG/NAME") -> str:
     """The Python lines that run these skills: the registered skill-level id of the environment when there is one,
-    else :class:`metra_gym.SkillEnv` around ``gym.make`` of the environment with its keywords."""
+    else :class:`metra_gym.SkillEnv` around ``gym.make`` of the environment with its keywords; for a plain policy
+    (``skill_dim`` 0), ``gym.make`` and ``act(obs)``."""
     lines = ["import gymnasium as gym, metra_gym"]
     env_id, env_kwargs = config["env_id"], config.get("env_kwargs") or {}
+    if config["skill_dim"] == 0:  # a plain policy: it acts in the environment itself, without a skill
+        arguments = "".join(f", {key}={value!r}" for key, value in env_kwargs.items())
+        return "\n".join([*lines, f'env = gym.make("{env_id}"{arguments})',
+                          f'policy = metra_gym.SkillPolicy.from_pretrained("{checkpoint}")',
+                          "action = policy.act(env.reset(seed=0)[0])  # raw observations (the policy normalises them)"])
     if config.get("skill_env_id"):
         lines.append(f'env = gym.make("{config["skill_env_id"]}", checkpoint="{checkpoint}"'
                      + (f", env_kwargs={env_kwargs!r}" if env_kwargs else "") + ")")

@@ -1,9 +1,12 @@
-"""Skill-discovery algorithms as Stable-Baselines3 extensions, one folder each (the sb3-contrib layout).
+"""Skill-discovery and exploration algorithms as Stable-Baselines3 extensions, one folder each (the sb3-contrib
+layout).
 
 An algorithm is a :class:`~pretrain.algorithms.common.skill_learner.SkillLearner` (its networks, their update and
 its intrinsic reward) trained beside an off-policy backbone (:mod:`pretrain.algorithms.common.backbones`); its
-SB3-shaped class (``METRA``, ``LSD``, ``DIAYN``, ``DADS``, ``CIC``: :mod:`pretrain.algorithms.common.algorithm`)
-is what the CLI, the sweep and a user's script build.
+SB3-shaped class (``METRA``, ``LSD``, ``DIAYN``, ``DADS``, ``CIC``; the exploration methods ``ICM``, ``LBS``,
+``RND``, ``APT``, ``DISAGREEMENT`` and ``APS``: :mod:`pretrain.algorithms.common.algorithm`) is what the CLI, the
+sweep and a user's script build. An exploration method has no skill (``skill_dim`` 0,
+:data:`pretrain.config.NO_SKILLS`): its policy is pi(a | s); APS's task vector is its skill.
 
 Adding one is a folder ``pretrain/algorithms/<name>/`` that exports ``<NAME>`` (the class, which names its skill
 learner) plus one row of the registry (:data:`pretrain.config.registry.REGISTRY`), which the configuration reads.

@@ -30,7 +30,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the names loaded belo
         validate_skill_spec,
         without_other_algorithms,
     )
-    from pretrain.config.registry import BACKBONES, INITS, OPTIMIZER_KWARGS, REGISTRY, AlgorithmEntry, Key  # noqa: F401
+    from pretrain.config.registry import (  # noqa: F401
+        BACKBONES,
+        INITS,
+        NO_SKILLS,
+        OPTIMIZER_KWARGS,
+        REGISTRY,
+        AlgorithmEntry,
+        Key,
+    )
 
 # name -> the module of this package that defines it
 _MODULES = {
@@ -39,7 +47,8 @@ _MODULES = {
                      "MAX_ENVS", "NORMALIZERS", "ConfigError", "PretrainConfig", "SharedConfig", "build_config",
                      "default_normalizer", "key_owner", "validate_skill_spec", "without_other_algorithms"],
                     "pretrain_config"),
-    **dict.fromkeys(["BACKBONES", "INITS", "OPTIMIZER_KWARGS", "REGISTRY", "AlgorithmEntry", "Key"], "registry"),
+    **dict.fromkeys(["BACKBONES", "INITS", "NO_SKILLS", "OPTIMIZER_KWARGS", "REGISTRY", "AlgorithmEntry", "Key"],
+                    "registry"),
 }
 __all__ = sorted(_MODULES)
 

@@ -45,14 +45,27 @@ ALGORITHM_SKILL_SPACES: dict[str, dict[str, Any]] = {algo: entry.skill_space for
 
 
 def validate_skill_spec(skill_dim: int, discrete: bool) -> None:
-    """Raise a clear ``ValueError`` for a skill dimension METRA cannot use."""
-    if not isinstance(skill_dim, (int, np.integer)) or isinstance(skill_dim, bool) or skill_dim < 1:
-        raise ValueError(f"skill_dim must be an integer >= 1, got {skill_dim!r}")
+    """Raise a clear ``ValueError`` for a skill space no algorithm can use (0: no skill, an exploration method's;
+    which algorithm takes which is :func:`check_skill_space`'s)."""
+    if not isinstance(skill_dim, (int, np.integer)) or isinstance(skill_dim, bool) or skill_dim < 0:
+        raise ValueError(f"skill_dim must be an integer >= 1 (0: no skill, for the exploration methods), got "
+                         f"{skill_dim!r}")
     if discrete and skill_dim < 2:
         raise ValueError(
             "discrete skills need skill_dim >= 2: with one skill the zero-centred reward is 0/0; "
             "use skill_dim >= 2 or continuous skills"
         )
+
+
+def check_skill_space(algo: str, skill_dim: int) -> None:
+    """Raise a clear ``ValueError`` when ``skill_dim`` does not fit ``algo``: an exploration method takes no skill
+    (0), a skill-discovery method at least one dimension."""
+    if REGISTRY[algo].skills and skill_dim == 0:
+        raise ValueError(f"algo {algo} learns skills: skill_dim must be >= 1, got 0 (0 is for the exploration methods "
+                         f"{', '.join(name for name, entry in REGISTRY.items() if not entry.skills)})")
+    if not REGISTRY[algo].skills and skill_dim != 0:
+        raise ValueError(f"algo {algo} is an exploration method without skills (its policy is pi(a | s)): skill_dim "
+                         f"must be 0, got {skill_dim}; remove skill_dim")
 
 
 def default_normalizer(env_id: Any) -> str:
@@ -153,12 +166,18 @@ class SharedConfig:
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
         entry = REGISTRY[self.algo]
-        positive = ["n_envs", "episode_steps", "gradient_steps", "epochs", "net_width", "net_layers", "batch_size",
-                    "buffer_size", "eval_every", "eval_skills", "save_every", "torch_threads", "collector_workers",
-                    *(name for name, key in entry.keys.items() if key.low == 1 and isinstance(key.default, int))]
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        try:
+            check_skill_space(self.algo, self.skill_dim)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        lowest = {name: 1 for name in ("n_envs", "episode_steps", "gradient_steps", "epochs", "net_width", "net_layers",
+                                       "batch_size", "buffer_size", "eval_every", "eval_skills", "save_every",
+                                       "torch_threads", "collector_workers")}
+        lowest.update({name: int(key.low) for name, key in entry.keys.items()
+                       if key.low is not None and type(key.default) is int})
+        for name, low in lowest.items():
+            if getattr(self, name) < low:
+                raise ConfigError(f"{name} must be >= {low}, got {getattr(self, name)}")
         for name in ("critic_width", "phi_width"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 or null (net_width), got {getattr(self, name)}")

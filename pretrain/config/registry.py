@@ -23,6 +23,8 @@ INITS = ("torch", "official")
 # Extra keywords of every Adam optimiser a config builds: fused Adam, faster per step on CPU (benchmarks/README.md,
 # "Cheaper gradient steps").
 OPTIMIZER_KWARGS: dict[str, Any] = {"fused": True}
+# The skill space of an exploration method (ICM, RND, ...): no skill input at all, the policy is pi(a | s).
+NO_SKILLS: dict[str, Any] = {"skill_dim": 0, "discrete_skills": False}
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class AlgorithmEntry:
         algorithm's networks take the config's ``phi_width`` (else ``net_width``) and ``learning_rate``.
     :param keys: config key -> :class:`Key`, the keys only this algorithm reads.
     :param skill_space: the skill space the algorithm's own paper fixes (``skill_dim``, ``discrete_skills``), taken
-        when a config is switched to it by an override and by its class built in Python.
+        when a config is switched to it by an override and by its class built in Python; :data:`NO_SKILLS` for an
+        exploration method, whose policy takes no skill.
     :param checks: functions of a config that return what is wrong with it for this algorithm (None: nothing).
     :param module: the module that exports the class (default ``pretrain.algorithms.<name>``).
     """
@@ -68,6 +71,11 @@ class AlgorithmEntry:
     def config_keys(self) -> tuple[str, ...]:
         """The config keys only this algorithm reads."""
         return tuple(self.keys)
+
+    @property
+    def skills(self) -> bool:
+        """Whether the algorithm learns skills (False: an exploration method, whose policy is pi(a | s))."""
+        return self.skill_space != NO_SKILLS
 
     @property
     def own_keys(self) -> dict[str, str]:
@@ -85,10 +93,21 @@ class AlgorithmEntry:
         return {name: (key.choices, key.help) for name, key in self.keys.items() if key.choices}
 
 
-def _knn_within_batch(config: Any) -> str | None:
-    if config.cic_knn_k > config.batch_size:
-        return (f"cic_knn_k ({config.cic_knn_k}) must be <= batch_size ({config.batch_size}): the k-NN reward looks "
-                "for neighbours within a minibatch")
+def _knn_within_batch(key: str) -> Callable[[Any], str | None]:
+    """The check that config key ``key``, the k of a k-NN reward, fits in a minibatch."""
+
+    def check(config: Any) -> str | None:
+        if getattr(config, key) > config.batch_size:
+            return (f"{key} ({getattr(config, key)}) must be <= batch_size ({config.batch_size}): the k-NN reward "
+                    "looks for neighbours within a minibatch")
+        return None
+
+    return check
+
+
+def _latent_dim(config: Any) -> str | None:
+    if config.lbs_latent_dim is not None and config.lbs_latent_dim < 1:
+        return f"lbs_latent_dim must be >= 1 or null (the last hidden width), got {config.lbs_latent_dim}"
     return None
 
 
@@ -115,7 +134,39 @@ REGISTRY: dict[str, AlgorithmEntry] = {
                              "the CSF fork", choices=("next_state", "state")),
         "cic_project_skill": Key(True, "project_skill", "project z with an MLP (URLB: yes)")},
         skill_space={"skill_dim": 64, "discrete_skills": False},  # URLB's agent/cic.yaml
-        checks=(_knn_within_batch,)),
+        checks=(_knn_within_batch("cic_knn_k"),)),
+    # The exploration methods of the paper's comparison, in its order (URLB's; LBS after mastering-urlb). They take
+    # no skill (NO_SKILLS), except APS, whose task vector is its skill.
+    "icm": AlgorithmEntry(("icm_net_arch", "icm_learning_rate"), {
+        "icm_scale": Key(1.0, "icm_scale", "c of the reward log(1 + c ||s' - f(s, a)||) (URLB: 1)", low=0,
+                         low_ok=False)},
+        skill_space=NO_SKILLS),
+    "lbs": AlgorithmEntry(("lbs_net_arch", "lbs_learning_rate"), {
+        "lbs_latent_dim": Key(None, "latent_dim", "size of the latent z' (null: the last hidden width, as in the "
+                              "model-free port)")},
+        skill_space=NO_SKILLS, checks=(_latent_dim,)),
+    "rnd": AlgorithmEntry(("rnd_net_arch", "rnd_learning_rate"), {
+        "rnd_rep_dim": Key(512, "rnd_rep_dim", "output size of the predictor and the random target (URLB: 512)",
+                           low=1),
+        "rnd_obs_clip": Key(5.0, "obs_clip", "clip of the batch-standardised observations (URLB: 5)", low=0,
+                            low_ok=False),
+        "rnd_scale": Key(1.0, "rnd_scale", "scale of the reward (URLB: 1)", low=0, low_ok=False)},
+        skill_space=NO_SKILLS),
+    "apt": AlgorithmEntry(("icm_net_arch", "icm_learning_rate"), {
+        "apt_embedding_dim": Key(512, "embedding_dim", "size of the embedding e(s) (URLB: icm_rep_dim 512)", low=1),
+        "apt_knn_k": Key(12, "knn_k", "neighbours of the k-NN entropy reward (URLB: 12)", low=1),
+        "apt_knn_clip": Key(0.0, "knn_clip", "clip of the k-NN distances (URLB's icm_apt: 0)", low=0),
+        "apt_knn_rms": Key(False, "knn_rms", "divide the k-NN distances by their running mean (URLB's icm_apt: no)")},
+        skill_space=NO_SKILLS, checks=(_knn_within_batch("apt_knn_k"),)),
+    "disagreement": AlgorithmEntry(("ensemble_net_arch", "ensemble_learning_rate"), {
+        "disagreement_n_models": Key(5, "n_models", "forward models of the ensemble (URLB: 5)", low=2)},
+        skill_space=NO_SKILLS),
+    "aps": AlgorithmEntry(("aps_net_arch", "aps_learning_rate"), {
+        "aps_knn_k": Key(12, "knn_k", "neighbours of the k-NN entropy reward (URLB: 12)", low=1),
+        "aps_knn_clip": Key(0.0001, "knn_clip", "clip of the normalised k-NN distances (URLB: 0.0001)", low=0),
+        "aps_knn_rms": Key(True, "knn_rms", "divide the k-NN distances by their running mean (URLB: yes)")},
+        skill_space={"skill_dim": 10, "discrete_skills": False},  # URLB's agent/aps.yaml: sf_dim 10, unit vectors
+        checks=(_knn_within_batch("aps_knn_k"),)),
 }
 
 

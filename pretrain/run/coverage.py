@@ -110,11 +110,14 @@ def policy_coverage(rollouts: SkillRollouts, act: ActFn, skill_dim: int, discret
 
 
 def skill_colors(skills: np.ndarray) -> np.ndarray:
-    """RGBA colours: hue = angle of the first two skill dimensions, or the one-hot index."""
+    """RGBA colours: hue = angle of the first two skill dimensions, or the one-hot index; without skills (an
+    exploration method's plain policy), the rollout's index."""
     import matplotlib.pyplot as plt
 
     one_hot = bool(np.all((skills == 0) | (skills == 1)) and np.allclose(skills.sum(axis=1), 1.0))
-    if one_hot or skills.shape[1] == 1:
+    if skills.shape[1] == 0:
+        hue = np.arange(len(skills)) / len(skills)
+    elif one_hot or skills.shape[1] == 1:
         hue = np.argmax(skills, axis=1) / skills.shape[1]
     else:
         hue = (np.arctan2(skills[:, 1], skills[:, 0]) / (2 * np.pi)) % 1.0

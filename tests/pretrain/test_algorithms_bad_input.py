@@ -17,7 +17,19 @@ def _run(args, capsys):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--set", "algo=vic"], "algo must be one of metra, lsd, diayn, dads, cic, got 'vic'"),
+    (["--set", "algo=vic"], "algo must be one of metra, lsd, diayn, dads, cic, icm, lbs, rnd, apt, disagreement, aps, "
+                            "got 'vic'"),
+    (["--set", "algo=icm", "--set", "skill_dim=2"],
+     "algo icm is an exploration method without skills (its policy is pi(a | s)): skill_dim must be 0, got 2; remove "
+     "skill_dim"),
+    (["--set", "skill_dim=0"],
+     "algo metra learns skills: skill_dim must be >= 1, got 0 (0 is for the exploration methods icm, lbs, rnd, apt, "
+     "disagreement)"),
+    (["--set", "algo=disagreement", "--set", "disagreement_n_models=1"], "disagreement_n_models must be >= 2, got 1"),
+    (["--set", "algo=apt", "--set", "apt_knn_k=300"], "apt_knn_k (300) must be <= batch_size (256)"),
+    (["--set", "algo=aps", "--set", "aps_knn_clip=-1"], "aps_knn_clip must be a finite number in [0, inf), got -1.0"),
+    (["--set", "algo=rnd", "--set", "rnd_obs_clip=0"], "rnd_obs_clip must be a finite number in (0, inf), got 0.0"),
+    (["--set", "algo=lbs", "--set", "lbs_latent_dim=0"], "lbs_latent_dim must be >= 1 or null (the last hidden width)"),
     (["--set", "algo=diayn", "--set", "cic_temperature=0.2"],
      "config key 'cic_temperature' is an option of algo cic, but algo is 'diayn'; remove it, or set algo=cic"),
     (["--set", "dual_slack=0.01", "--set", "algo=lsd"], "config key 'dual_slack' is an option of algo metra, but algo is 'lsd'"),

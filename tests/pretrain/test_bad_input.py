@@ -23,7 +23,7 @@ def _run(args, capsys):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--set", "env_id=metra/Antt-v0"], "unknown environment id 'metra/Antt-v0'"),
-    (["--set", "skill_dim=0"], "skill_dim must be an integer >= 1"),
+    (["--set", "skill_dim=-1"], "skill_dim must be an integer >= 1 (0: no skill, for the exploration methods), got -1"),
     (["--set", "discrete_skills=true", "--set", "skill_dim=1"], "discrete skills need skill_dim >= 2"),
     (["--set", "epoch=10"], "unknown config key 'epoch'; did you mean 'epochs'?"),
     (["--set", "epochs"], "must look like key=value"),

@@ -184,6 +184,19 @@ def test_the_comparison_file_gives_every_method_its_algo_and_budget():
         assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
 
 
+def test_the_exploration_file_runs_every_method_at_equal_env_steps_beside_the_comparisons_metra():
+    read = read_sweep_file(ROOT / "benchmarks" / "exploration.yaml")
+    configs = {trial.name: trial.config(2) for trial in read.trials}
+    methods = ("metra", "icm", "lbs", "rnd", "apt", "disagreement", "aps")
+    assert {(c.algo, c.seed) for c in configs.values()} == {(algo, seed) for algo in methods for seed in (0, 1)}
+    assert {c.epochs * c.steps_per_epoch for c in configs.values()} == {1_600_000}  # the paper's terms: equal steps
+    comparison = {trial.name: trial.config(2) for trial in read_sweep_file(ROOT / "benchmarks" / "comparison.yaml").trials}
+    for seed in (0, 1):  # the same METRA runs as the comparison's (which run on to their own budget)
+        ours, theirs = configs[f"ant-metra-seed={seed}"], comparison[f"ant-metra-seed={seed}"]
+        assert {**ours.to_dict(), "epochs": 0} == {**theirs.to_dict(), "epochs": 0} and theirs.epochs >= ours.epochs
+    assert set(read.epoch_seconds) == {("ant", method) for method in methods}
+
+
 def tiny_run(run_dir: Path, seed: int, epochs: int, *settings: str) -> list[dict]:
     config = load_config("point_mass", [*TINY, f"epochs={epochs}", f"seed={seed}", "torch_threads=1", *settings])
     return train(config, run_dir, verbose=0).history

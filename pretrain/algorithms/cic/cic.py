@@ -63,6 +63,7 @@ from metra_gym.networks import mlp
 from metra_gym.skill_priors import UNIFORM
 from pretrain.algorithms.common.algorithm import SkillAlgorithm
 from pretrain.algorithms.common.backbones import SkillSAC
+from pretrain.algorithms.common.particle_entropy import RMS_START_COUNT, merge_moments
 from pretrain.algorithms.common.skill_learner import SkillLearner
 from pretrain.config import REGISTRY, PretrainConfig
 
@@ -114,7 +115,7 @@ class CICLearner(SkillLearner):
         # samples), float64 because the count grows by batch x k every step.
         self.register_buffer("knn_mean", th.zeros((), dtype=th.float64))
         self.register_buffer("knn_var", th.ones((), dtype=th.float64))
-        self.register_buffer("knn_count", th.tensor(1e-4, dtype=th.float64))
+        self.register_buffer("knn_count", th.tensor(RMS_START_COUNT, dtype=th.float64))
         self.cic_optimizer = th.optim.Adam(self.parameters(), lr=cic_learning_rate, **self.optimizer_kwargs)
 
     def contrastive_logits(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor) -> th.Tensor:
@@ -149,13 +150,7 @@ class CICLearner(SkillLearner):
 
     def update_knn_statistics(self, distances: th.Tensor) -> None:
         """Merge a batch of distances into the running mean and variance (the reference code's RMS update)."""
-        x = distances.reshape(-1).double()
-        n, count = x.numel(), self.knn_count
-        delta = x.mean() - self.knn_mean
-        self.knn_var.copy_((self.knn_var * count + x.var() * n + delta.pow(2) * count * n / (count + n))
-                           / (count + n))
-        self.knn_mean.add_(delta * n / (count + n))
-        self.knn_count.add_(n)
+        merge_moments(self.knn_mean, self.knn_var, self.knn_count, distances)
 
     def update(self, obs: th.Tensor, next_obs: th.Tensor, z: th.Tensor,
                dones: th.Tensor | None = None) -> dict[str, th.Tensor]:

@@ -1,6 +1,7 @@
 """The Stable-Baselines3-shaped skill-discovery algorithm: ``METRA("MlpPolicy", "metra/Ant-v0").learn(...)``.
 
-An algorithm class (:class:`~pretrain.algorithms.metra.METRA`, ``LSD``, ``DIAYN``, ``DADS``, ``CIC``) is
+An algorithm class (:class:`~pretrain.algorithms.metra.METRA`, ``LSD``, ``DIAYN``, ``DADS``, ``CIC``, the
+exploration methods ``ICM``, ``LBS``, ``RND``, ``APT``, ``DISAGREEMENT``, ``APS``) is
 :class:`SkillAlgorithm` on an off-policy backbone of :mod:`pretrain.algorithms.common.backbones` (SAC, the
 paper's; :meth:`SkillAlgorithm.on_backbone` gives the same algorithm on CrossQ or TQC). It is what the CLI, the
 sweep and a user's script all build, and a model built in Python trains what ``metra-pretrain train`` trains from
@@ -67,11 +68,11 @@ if TYPE_CHECKING:
     from pretrain.algorithms.common.skill_learner import SkillLearner
 
 # Parameters of every SkillLearner.__init__ that the backbone fills in (not hyperparameters).
-_LEARNER_SHAPE_ARGS = ("self", "obs_dim", "skill_dim", "discrete_skills", "optimizer_kwargs")
+_LEARNER_SHAPE_ARGS = ("self", "obs_dim", "skill_dim", "discrete_skills", "action_dim", "optimizer_kwargs")
 # The constructor's parameters before the skill learner's, in the signature's order, with what they mean. Their
 # defaults are the default configuration's (SkillAlgorithm.config_kwargs); None marks a default derived from others.
 PARAMETERS: dict[str, str] = {
-    "skill_dim": "D, the size of the skill z",
+    "skill_dim": "D, the size of the skill z (0 for an exploration method: no skill)",
     "discrete_skills": "one-hot skills instead of continuous ones of the algorithm's prior",
     "n_envs": "copies of an environment id trained side by side (an environment object is one environment; a VecEnv "
               "is used as it is)",

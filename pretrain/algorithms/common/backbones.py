@@ -140,7 +140,9 @@ class SkillDiscoveryMixin:
             self.target_entropy = -float(np.prod(self.action_space.shape)) / 2.0
         self._check_skill_prior()
         super()._setup_model()
-        self.skill_learner = self.skill_learner_class(self.obs_dim, self.skill_dim, self.discrete_skills,
+        # A learner that models actions (SkillLearner.uses_actions) is also told their size.
+        actions = {"action_dim": int(np.prod(self.action_space.shape))} if self.skill_learner_class.uses_actions else {}
+        self.skill_learner = self.skill_learner_class(self.obs_dim, self.skill_dim, self.discrete_skills, **actions,
                                                       **self.skill_learner_kwargs).to(self.device)
         if self.init == "official":
             for module in (self.actor.latent_pi, self.critic, self.skill_learner):
@@ -198,8 +200,9 @@ class SkillDiscoveryMixin:
         """The learner's gradient step on a minibatch, then its reward for the minibatch with the updated networks."""
         obs, z = self.split(batch.observations)
         next_obs, _ = self.split(batch.next_observations)
-        stats = self.skill_learner.update(obs, next_obs, z, dones=batch.dones)
-        reward = self.skill_learner.reward(obs, next_obs, z)
+        actions = {"actions": batch.actions} if self.skill_learner.uses_actions else {}
+        stats = self.skill_learner.update(obs, next_obs, z, dones=batch.dones, **actions)
+        reward = self.skill_learner.reward(obs, next_obs, z, **actions)
         return reward, {**stats, "skill/intrinsic_reward": reward.mean()}
 
     def train(self, gradient_steps: int, batch_size: int = 256) -> None:

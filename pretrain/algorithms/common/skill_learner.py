@@ -1,6 +1,7 @@
 """The skill-discovery half of an algorithm: its own networks, their update, and the intrinsic reward.
 
-Every algorithm of this package (METRA, LSD, DIAYN, DADS, CIC) is a :class:`SkillLearner` plus an off-policy RL
+Every algorithm of this package (METRA, LSD, DIAYN, DADS, CIC; the exploration methods ICM, LBS, RND, APT,
+Disagreement and APS, whose z is empty but for APS's task vector) is a :class:`SkillLearner` plus an off-policy RL
 backbone from :mod:`pretrain.algorithms.common.backbones`. On each minibatch the backbone first lets the learner
 take its gradient step, then relabels the minibatch with the learner's reward and takes its own RL step.
 """
@@ -28,7 +29,7 @@ class SkillLearner(nn.Module):
     touches only the line that computes it.
 
     :param obs_dim: size of the (normalised) observation, without the skill.
-    :param skill_dim: size of the skill z.
+    :param skill_dim: size of the skill z (0 for an exploration method: z is then an empty tensor).
     :param discrete_skills: one-hot skills instead of continuous ones of :attr:`skill_prior`.
     :param optimizer_kwargs: extra keyword arguments of every Adam optimiser (e.g. ``{"fused": True}``).
     """
@@ -43,6 +44,10 @@ class SkillLearner(nn.Module):
     fixed_rate_optimizers: ClassVar[tuple[str, ...]] = ()
     # The prior p(z) of continuous skills, a name of metra_gym.skill_priors (discrete skills: uniform one-hots).
     skill_prior: ClassVar[str] = UNIT
+    # Whether update() and reward() also take the minibatch's actions (keyword ``actions``, in [-1, 1] as the replay
+    # buffer stores them), and __init__ their size (keyword ``action_dim``): the exploration methods whose models
+    # predict from (s, a) (ICM, LBS, APT, Disagreement).
+    uses_actions: ClassVar[bool] = False
 
     def __init__(self, obs_dim: int, skill_dim: int, discrete_skills: bool,
                  optimizer_kwargs: dict[str, Any] | None = None) -> None:

@@ -17,7 +17,8 @@ from tests.pretrain.run.test_run_state import _assert_same_training
 def test_a_resumed_learning_rate_reaches_the_networks_optimisers_only(algo):
     cls = algorithm_class(algo)
     learner_class, kwargs = cls.learner_class, cls.learner_kwargs(PretrainConfig(algo=algo, **REGISTRY[algo].skill_space))
-    learner = learner_class(obs_dim=3, skill_dim=4, discrete_skills=False, **kwargs)
+    actions = {"action_dim": 2} if learner_class.uses_actions else {}  # the exploration methods that model (s, a)
+    learner = learner_class(obs_dim=3, skill_dim=4, discrete_skills=False, **actions, **kwargs)
     before = {name: getattr(learner, name).param_groups[0]["lr"] for name in learner.optimizer_names}
     learner.set_learning_rate(3e-4)
     for name in learner.optimizer_names:

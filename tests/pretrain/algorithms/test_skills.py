@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pretrain.algorithms.common.skills import evaluation_skills, sample_skills
-from pretrain.config import ALGORITHMS, load_config, validate_skill_spec
+from pretrain.config import ALGORITHMS, REGISTRY, load_config, validate_skill_spec
 from pretrain.run.envs import env_factory, training_env
 
 
@@ -26,12 +26,13 @@ def test_gaussian_skills_are_n01_draws_and_uniform_ones_fill_the_unit_cube():
         sample_skills(np.random.default_rng(0), 1, 2, discrete=False, prior="laplace")
 
 
-@pytest.mark.parametrize("algo", ALGORITHMS)
+@pytest.mark.parametrize("algo", [algo for algo in ALGORITHMS if REGISTRY[algo].skills])
 def test_every_algorithm_trains_and_evaluates_on_its_own_prior(algo):
     """The prior is the algorithm's (SkillLearner.skill_prior): METRA and LSD unit vectors, DIAYN and DADS N(0, I)
-    (the official --unit_length 0), CIC uniform in [0, 1]^64 (URLB); the training environments draw from it, and so
-    do the evaluation skills (seeded) and the learner's own sampler."""
-    expected = {"metra": "unit", "lsd": "unit", "diayn": "gaussian", "dads": "gaussian", "cic": "uniform"}[algo]
+    (the official --unit_length 0), CIC uniform in [0, 1]^64 (URLB), APS's tasks unit vectors of 10 (URLB); the
+    training environments draw from it, and so do the evaluation skills (seeded) and the learner's own sampler."""
+    expected = {"metra": "unit", "lsd": "unit", "diayn": "gaussian", "dads": "gaussian", "cic": "uniform",
+                "aps": "unit"}[algo]
     config = load_config("point_mass", [f"algo={algo}", "n_envs=64"])
     venv = training_env(config, env_factory(config))
     assert set(venv.get_attr("skill_prior")) == {expected}
@@ -48,6 +49,16 @@ def test_every_algorithm_trains_and_evaluates_on_its_own_prior(algo):
                                                             expected))
 
 
+@pytest.mark.parametrize("algo", [algo for algo in ALGORITHMS if not REGISTRY[algo].skills])
+def test_an_exploration_method_trains_on_the_plain_observation(algo):
+    config = load_config("point_mass", [f"algo={algo}", "n_envs=2"])
+    venv = training_env(config, env_factory(config))
+    assert config.skill_dim == 0 and venv.observation_space.shape == (2,)
+    obs = venv.reset()
+    np.testing.assert_array_equal(obs, np.stack([venv.envs[i].unwrapped._position for i in range(2)]).astype(np.float32))
+    assert evaluation_skills(48, 0, False, seed=0).shape == (48, 0)
+
+
 def test_discrete_skills_are_uniform_one_hots():
     z = sample_skills(np.random.default_rng(0), 16_000, 16, discrete=True)
     assert set(np.unique(z)) == {0.0, 1.0}
@@ -62,7 +73,8 @@ def test_evaluation_skills_cycle_through_one_hots():
 
 
 @pytest.mark.parametrize(("dim", "discrete", "message"),
-                         [(0, False, "skill_dim must be an integer >= 1"), (1, True, "discrete skills need skill_dim >= 2")])
+                         [(-1, False, "skill_dim must be an integer >= 1 \\(0: no skill"),
+                          (0, True, "discrete skills need skill_dim >= 2"), (1, True, "discrete skills need skill_dim >= 2")])
 def test_bad_skill_spec(dim, discrete, message):
     with pytest.raises(ValueError, match=message):
         validate_skill_spec(dim, discrete)
