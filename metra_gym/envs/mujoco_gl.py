@@ -73,6 +73,8 @@ def close_at_exit(env: Any) -> None:
     display's termination when they make their first context, so the closing handler is registered again here, to
     come after theirs. Closing an environment that was closed already does nothing (its ``close`` is idempotent).
     """
+    if env in _RENDERING:  # its context was made, and the handler placed after its display's, at its first render
+        return
     _RENDERING.add(env)
     atexit.unregister(_close_rendering_envs)
     atexit.register(_close_rendering_envs)

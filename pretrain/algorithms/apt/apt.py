@@ -89,9 +89,11 @@ class APTLearner(SkillLearner):
         loss, errors = self.model.loss(obs, actions, next_obs)
         self.descend(self.icm_optimizer, loss)
         # 2. With knn_rms, this batch's k-NN distances under the updated embedding join their running mean (URLB
-        #    merges them as it computes the reward of the same batch: the same numbers).
-        with th.no_grad():
-            self.entropy.update(self.model.embedding(obs))
+        #    merges them as it computes the reward of the same batch: the same numbers). Without it (APT's default)
+        #    nothing reads the moments, so the embedding of the batch is not computed for them.
+        if self.entropy.knn_rms:
+            with th.no_grad():
+                self.entropy.update(self.model.embedding(obs))
         return {"apt/loss": loss, **{f"apt/{name}": value for name, value in errors.items()}}
 
     @th.no_grad()
