@@ -184,6 +184,15 @@ def test_the_comparison_file_gives_every_method_its_algo_and_budget():
         assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "benchmarks").glob("*.yaml")
+                                         if p.read_text().startswith("#") and "\nmethods:" in p.read_text()))
+def test_every_campaign_sweep_file_reads_and_its_trials_build_their_configs(name):
+    """A campaign's sweep file is read when a session starts it, hours after it was written: a bad label or key
+    must fail here first."""
+    read = read_sweep_file(ROOT / "benchmarks" / name)
+    assert read.trials and all(trial.config(1).epochs > 0 for trial in read.trials)
+
+
 def test_the_exploration_file_runs_every_method_an_idle_hour_past_equal_env_steps_beside_the_comparisons_metra():
     read = read_sweep_file(ROOT / "benchmarks" / "exploration.yaml")
     configs = {trial.name: trial.config(2) for trial in read.trials}
