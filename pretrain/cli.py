@@ -17,6 +17,7 @@ examples:
   metra-pretrain train --resume runs/ant-s0 --set epochs=4000      # ... and train it longer
   metra-pretrain train --config point_mass --run-dir runs/pm --set net_width=128
   metra-pretrain export runs/ant-s0 skills/ant                     # pickle-free skill checkpoint
+  metra-pretrain export runs/ant-s0/snapshots/epoch_001900 skills/ant --held-out eval/coverage.json  # a snapshot
   metra-pretrain export --untrained --config ant skills/untrained  # freshly initialised networks
   metra-pretrain evaluate ant --out eval/ant                       # coverage + figures of a checkpoint
   metra-pretrain goal-eval ant --goals 50 --out eval/ant-goals     # zero-shot goal reaching
@@ -108,8 +109,9 @@ def _fail(error: Exception | str) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from metra_gym.skill_checkpoint.format import CheckpointError
     from pretrain.config import ConfigError, load_config
-    from pretrain.export import export_run, export_untrained
+    from pretrain.export import export_checkpoint, export_run, export_untrained
     from pretrain.run.run_state import ResumeError
 
     try:
@@ -123,10 +125,14 @@ def _export(args: argparse.Namespace) -> int:
             if len(args.paths) != 2:
                 raise ConfigError("export takes a run folder and a checkpoint folder: metra-pretrain export RUN_DIR "
                                   "OUT_DIR (or --untrained --config NAME OUT_DIR)")
-            out = export_run(args.paths[0], args.paths[1], force=args.force, command=args.command_line,
-                             held_out=args.held_out, goals=args.goals)
             source = args.paths[0]
-    except (ConfigError, ResumeError) as error:
+            if (Path(source) / "model.safetensors").is_file():  # a skill checkpoint (a snapshot), not a run folder
+                out = export_checkpoint(source, args.paths[1], force=args.force, command=args.command_line,
+                                        held_out=args.held_out, goals=args.goals)
+            else:
+                out = export_run(source, args.paths[1], force=args.force, command=args.command_line,
+                                 held_out=args.held_out, goals=args.goals)
+    except (ConfigError, ResumeError, CheckpointError) as error:
         return _fail(error)
     except OSError as error:
         where = error.filename or (args.paths[-1] if args.paths else "")
@@ -255,9 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=_train)
 
     export = commands.add_parser("export", help="write a run's skills as a pickle-free checkpoint folder")
-    export.add_argument("paths", nargs="+", metavar="[RUN_DIR] OUT_DIR",
-                        help="the run folder (its latest run state is exported) and the checkpoint folder to write "
-                             "(config.json, model.safetensors, README.md)")
+    export.add_argument("paths", nargs="+", metavar="[RUN_DIR | SNAPSHOT] OUT_DIR",
+                        help="the run folder (its latest run state is exported), or a snapshot of it "
+                             "(RUN_DIR/snapshots/epoch_*, copied with the results given), and the checkpoint folder "
+                             "to write (config.json, model.safetensors, README.md)")
     export.add_argument("--untrained", action="store_true",
                         help="write freshly initialised networks of --config instead (the baseline of evaluations)")
     export.add_argument("--config", default="ant", help="with --untrained: the config whose networks to initialise")

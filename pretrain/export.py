@@ -18,6 +18,7 @@ import numpy as np
 import torch as th
 
 from metra_gym.networks import PhiNetwork, SkillActor, pixel_encoder
+from metra_gym.skill_checkpoint.format import CONFIG_SHA256_KEY, SHA256_KEY, read_config, read_weights
 from metra_gym.skill_checkpoint.writer import write_checkpoint
 from pretrain.algorithms import algorithm_class
 from pretrain.algorithms.common.skill_export import (
@@ -62,6 +63,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         "epochs": run.epoch,
         "policy_coverage": last_eval.get("policy_coverage"),
         "coverage_epoch": last_eval.get("epoch"),
+        **({"tasks_achieved": int(last_eval["tasks_achieved"])} if "tasks_achieved" in last_eval else {}),
         "wall_clock_h": round(float(run.state.get("wall_clock_s", 0.0)) / 3600, 2),
         "machine": machine,
         "command": command or shlex.join(["metra-pretrain", "train", "--config", "...", "--run-dir",
@@ -70,24 +72,71 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         **({"training": {key: last_eval[key] for key in TRAINING_TASK_KEYS}}
            if "queue_tasks_achieved" in last_eval else {}),
         **(extra_provenance or {}),
-        **measured_provenance(held_out, goals),
     }
+    provenance.update(measured_provenance(held_out, goals, of=provenance))
     return export_model(model, run.config, out_dir, provenance)
 
 
-def measured_provenance(held_out: str | Path | None, goals: str | Path | None) -> dict[str, Any]:
-    """Held-out coverage and zero-shot results of evaluation files, for a checkpoint's provenance."""
+def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bool = False,
+                      command: str | None = None, held_out: str | Path | None = None,
+                      goals: str | Path | None = None) -> Path:
+    """Write a skill checkpoint (a run's snapshot, ``RUN_DIR/snapshots/epoch_*``) again with the results measured on
+    those networks in its provenance and model card; the weights are copied unchanged (the same sha256).
+
+    :param checkpoint_dir: the skill checkpoint folder to copy.
+    :param out_dir: the checkpoint folder to write (it may be ``checkpoint_dir`` itself, with ``force``).
+    :param command: the training command the model card names (a snapshot records "snapshot during training").
+    :param held_out: the ``coverage.json`` of ``metra-pretrain evaluate`` of this checkpoint.
+    :param goals: the ``goal_reaching.json`` of ``metra-pretrain goal-eval`` of this checkpoint.
+    :raises CheckpointError: for a damaged checkpoint. :raises ConfigError: for evaluation files of other networks.
+    """
+    out_dir = Path(out_dir)
+    if not (Path(checkpoint_dir).resolve() == out_dir.resolve() and force):
+        check_out_dir(out_dir, force)
+    config = read_config(Path(checkpoint_dir))
+    tensors = read_weights(Path(checkpoint_dir), config)
+    provenance = {**config["provenance"], **({"command": command} if command else {}),
+                  **measured_provenance(held_out, goals, of=config["provenance"])}
+    rest = {key: value for key, value in config.items() if key not in (SHA256_KEY, CONFIG_SHA256_KEY)}
+    return write_checkpoint(tensors, {**rest, "provenance": provenance}, out_dir)
+
+
+def measured_provenance(held_out: str | Path | None, goals: str | Path | None,
+                        of: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Held-out coverage and zero-shot results of evaluation files, for a checkpoint's provenance. On environments
+    with tasks (Kitchen) the held-out entry adds the tasks the rollouts achieved, and the zero-shot entry counts the
+    tasks' goal states reached instead of distances.
+
+    :param of: the provenance of the networks being written; an evaluation file that records another run or epoch is
+        refused (``metra-pretrain evaluate`` records the checkpoint's provenance).
+    """
     result: dict[str, Any] = {}
     try:
         if held_out is not None:
             data = json.loads(Path(held_out).read_text())
             result["held_out_coverage"] = {k: data[k] for k in ("policy_coverage", "n_skills", "steps", "seed")}
+            if "tasks_achieved" in data:
+                result["held_out_coverage"].update(tasks_achieved=data["tasks_achieved"], n_tasks=len(data["tasks"]),
+                                                   tasks=[task for task, done in data["tasks"].items() if done])
+            evaluated = data.get("provenance", {})
+            for key in ("run", "epochs"):
+                if of is not None and key in evaluated and evaluated[key] != of.get(key):
+                    raise ConfigError(f"{held_out} evaluated {key} {evaluated[key]!r}, but the checkpoint written is "
+                                      f"of {key} {of.get(key)!r}; evaluate this checkpoint (metra-pretrain evaluate)")
         if goals is not None:
             data = json.loads(Path(goals).read_text())
-            result["zero_shot"] = {"n_goals": data["n_goals"], "seed": data["seed"], "goal_range": data["goal_range"],
-                                   "mean": data["trained"]["mean"], "ci95": data["trained"]["ci95"],
-                                   "untrained_mean": data.get("untrained", {}).get("mean")}
-    except (OSError, ValueError, KeyError) as error:
+            trained, untrained = data["trained"], data.get("untrained", {})
+            if "reached" in trained:  # the tasks' goal states (Kitchen)
+                result["zero_shot"] = {"goals": data["goals"], "seed": data["seed"], "n_goals": len(trained["tasks"]),
+                                       "reached": trained["reached"], "reached_any_step": trained["reached_any_step"],
+                                       "untrained_reached": untrained.get("reached")}
+            else:
+                result["zero_shot"] = {"n_goals": data["n_goals"], "seed": data["seed"],
+                                       "goal_range": data["goal_range"], "mean": trained["mean"],
+                                       "ci95": trained["ci95"], "untrained_mean": untrained.get("mean")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        if isinstance(error, ConfigError):
+            raise
         raise ConfigError(f"cannot read the evaluation file ({type(error).__name__}: {error}); give the coverage.json "
                           "of `metra-pretrain evaluate` and the goal_reaching.json of `metra-pretrain goal-eval`") from None
     return result

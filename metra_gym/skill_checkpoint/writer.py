@@ -94,7 +94,16 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
     user needs to pin what they got (run, steps, hours, held-out coverage, zero-shot distance)."""
     provenance = config["provenance"]
     held_out, goals = provenance.get("held_out_coverage"), provenance.get("zero_shot")
-    metric = held_out["policy_coverage"] if held_out else provenance.get("policy_coverage")
+    # Environments with tasks (Kitchen) are measured by the tasks achieved, not by bins.
+    tasks = "tasks_achieved" in (held_out or {}) or "tasks_achieved" in provenance or "training" in provenance
+    if tasks:
+        metric = held_out.get("tasks_achieved") if held_out else provenance.get("tasks_achieved")
+        metric_name = (f"tasks achieved of {held_out['n_tasks']} ({held_out['n_skills']} skill rollouts)" if held_out
+                       else "tasks achieved of 6 (48 skill rollouts)")
+    else:
+        metric = held_out["policy_coverage"] if held_out else provenance.get("policy_coverage")
+        metric_name = "policy state coverage (1 m bins, 48 skills"
+        metric_name += ", held out)" if held_out else ")"
     metadata = {
         "library_name": "metra-gym",
         "tags": [config["env_id"], "reinforcement-learning", "stable-baselines3",
@@ -104,9 +113,9 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
     if metric is not None:  # an untrained baseline has no measured result
         metadata.update(metadata_eval_result(
             model_pretty_name=repo_name, task_pretty_name="reinforcement-learning", task_id="reinforcement-learning",
-            metrics_pretty_name="policy state coverage (1 m bins, 48 skills" + (", held out)" if held_out else ")"),
-            metrics_id="policy_coverage", metrics_value=metric, dataset_pretty_name=config["env_id"],
-            dataset_id=config["env_id"]))
+            metrics_pretty_name=metric_name + (", held out" if tasks and held_out else ""),
+            metrics_id="tasks_achieved" if tasks else "policy_coverage", metrics_value=metric,
+            dataset_pretty_name=config["env_id"], dataset_id=config["env_id"]))
     prior = DESCRIPTIONS[config.get("skill_prior", UNIT)]
     skills = f"{config['skill_dim']} {'discrete (one-hot)' if config['discrete_skills'] else f'continuous ({prior})'}"
     policy, what = "Skill policy pi(a|s,z)", "skills"
@@ -121,15 +130,8 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
             ("wall-clock training time (runs sharing the machine take longer)",
              f"{hours} h on {provenance.get('machine')}" if hours is not None else None),
             ("seed", provenance.get("seed")),
-            ("policy coverage, training evaluation (48 skills, 1 m bins)", provenance.get("policy_coverage"))]
+            *_result_rows(provenance, held_out, goals, tasks)]
     rows = [(name, value) for name, value in rows if value is not None]
-    if held_out:
-        rows.append((f"policy coverage, held out (48 skills drawn with seed {held_out['seed']}, resets seeded "
-                     f"{held_out['seed']} + i)", held_out["policy_coverage"]))
-    if goals:
-        rows.append((f"zero-shot goal reaching, {goals['n_goals']} goals (seed {goals['seed']}): mean final distance "
-                     f"(95 % interval); untrained", f"{goals['mean']:.1f} m ({goals['ci95'][0]:.1f}-"
-                     f"{goals['ci95'][1]:.1f}); {goals.get('untrained_mean', float('nan')):.1f} m"))
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
     body = f"""
 # {algo} {what} for {config['env_id']}
@@ -153,6 +155,40 @@ Files: `{WEIGHTS}` (actor and phi, float32, no pickle), `{CONFIG}` (environment,
 sha256 of the weights and of the file itself, training configuration and provenance).
 """
     return ModelCard("---\n" + _yaml(metadata) + "---\n" + body)
+
+
+def _result_rows(provenance: dict[str, Any], held_out: dict[str, Any] | None, goals: dict[str, Any] | None,
+                 tasks: bool) -> list[tuple[str, Any]]:
+    """The model card's rows of measured results: coverage in 1 m bins, or on environments with tasks the tasks
+    achieved (by evaluation rollouts, by the training data, by zero-shot goal reaching)."""
+    if not tasks:
+        rows: list[tuple[str, Any]] = [("policy coverage, training evaluation (48 skills, 1 m bins)",
+                                        provenance.get("policy_coverage"))]
+        if held_out:
+            rows.append((f"policy coverage, held out (48 skills drawn with seed {held_out['seed']}, resets seeded "
+                         f"{held_out['seed']} + i)", held_out["policy_coverage"]))
+        if goals:
+            rows.append((f"zero-shot goal reaching, {goals['n_goals']} goals (seed {goals['seed']}): mean final "
+                         f"distance (95 % interval); untrained", f"{goals['mean']:.1f} m ({goals['ci95'][0]:.1f}-"
+                         f"{goals['ci95'][1]:.1f}); {goals.get('untrained_mean', float('nan')):.1f} m"))
+        return rows
+    training = provenance.get("training") or {}
+    rows = [("tasks achieved, training evaluation (48 skill rollouts)", provenance.get("tasks_achieved"))]
+    if training:
+        rows.append(("tasks achieved by the training data: last 100,000 transitions (queue); all (total)",
+                     f"{training['queue_tasks_achieved']} ({training['queue_tasks'] or '-'}); "
+                     f"{training['total_tasks_achieved']} ({training['total_tasks'] or '-'})"))
+    if held_out:
+        rows.append((f"tasks achieved, held out ({held_out['n_skills']} skill rollouts of {held_out['steps']} steps, "
+                     f"resets seeded {held_out['seed']} + i)",
+                     f"{held_out['tasks_achieved']} of {held_out['n_tasks']} ({', '.join(held_out['tasks']) or '-'})"))
+    if goals and "reached" in goals:
+        untrained = goals.get("untrained_reached")
+        rows.append((f"zero-shot goal reaching, the {goals['n_goals']} tasks' goal states (skill chosen at the first "
+                     f"step, seed {goals['seed']}): tasks done at the last step (at any step); untrained",
+                     f"{goals['reached']} of {goals['n_goals']} ({goals['reached_any_step']})"
+                     + ("" if untrained is None else f"; {untrained}")))
+    return rows
 
 
 def usage_snippet(config: dict[str, Any], checkpoint: str = "hf://ORG/NAME") -> str:

@@ -181,6 +181,41 @@ def test_goal_reaching_on_kitchen_uses_the_six_goal_states_with_a_fixed_skill(un
         trained["reached"]
 
 
+def test_a_snapshot_exported_with_its_kitchen_results_cards_the_tasks_not_bins(untrained_kitchen, tmp_path, capsys):
+    """``metra-pretrain export SNAPSHOT OUT --held-out --goals`` copies the weights unchanged and records what
+    Kitchen is measured by: the tasks the held-out rollouts achieved and the goal states reached zero-shot."""
+    from metra_gym.skill_checkpoint.format import read_config
+    from pretrain.cli import main
+    from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
+    from pretrain.evaluation.goal_reaching import goal_eval
+
+    held = evaluate_checkpoint(str(untrained_kitchen), tmp_path / "held_out", n_skills=2, seed=1000)
+    goals = goal_eval(str(untrained_kitchen), tmp_path / "goals", seed=1000, baseline_checkpoint=str(untrained_kitchen))
+    coverage, goal_file = tmp_path / "held_out" / "coverage.json", tmp_path / "goals" / "goal_reaching.json"
+    out = tmp_path / "bundle"
+    assert main(["export", str(untrained_kitchen), str(out), "--held-out", str(coverage), "--goals", str(goal_file),
+                 "--command-line", "metra-pretrain train --config kitchen_state"]) == 0
+    source, written = read_config(untrained_kitchen), read_config(out)
+    assert written["weights_sha256"] == source["weights_sha256"]
+    provenance = written["provenance"]
+    achieved = [task for task, done in held["tasks"].items() if done]
+    assert provenance["held_out_coverage"]["tasks"] == achieved and provenance["held_out_coverage"]["n_tasks"] == 6
+    assert provenance["zero_shot"]["reached"] == goals["trained"]["reached"]
+    assert provenance["zero_shot"]["untrained_reached"] == goals["untrained"]["reached"]  # the same networks
+    card = (out / "README.md").read_text()
+    assert f"| {held['tasks_achieved']} of 6 (" in card and "the 6 tasks' goal states" in card
+    assert "type: tasks_achieved" in card  # the model-index result is the task count
+    assert "1 m bins" not in card and "metra-pretrain train --config kitchen_state" in card
+    # An evaluation of other networks is refused, and nothing is written.
+    other = json.loads(coverage.read_text())
+    other["provenance"]["epochs"] = 12345
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    capsys.readouterr()
+    assert main(["export", str(untrained_kitchen), str(tmp_path / "refused"), "--held-out",
+                 str(tmp_path / "other.json")]) == 2
+    assert "evaluated epochs 12345" in capsys.readouterr().err and not (tmp_path / "refused").exists()
+
+
 @pytest.mark.parametrize("collector", ["sequential", "overlapped"])
 def test_a_tiny_kitchen_state_run_logs_the_tasks_achieved(tmp_path, collector):
     """Three epochs of 2 x 50 steps through the CLI: the evaluation CSV and TensorBoard hold tasks_achieved, and
