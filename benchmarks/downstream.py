@@ -3,8 +3,13 @@ skills and flat SAC, over seeds (issue 41; the protocol and agents: ``pretrain/d
 
     # the campaign: a resumable sweep of seeds x tasks x agents through Ray (the same command again resumes it)
     python benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root runs/downstream
-    # the verdicts, table and figure from its run files (any time, also while it runs)
-    python benchmarks/downstream.py summary runs/downstream/runs --out benchmarks/results/downstream/paper
+    # the verdicts, table and figure from its run files (any time, also while it runs) and the landed ones
+    python benchmarks/downstream.py summary runs/downstream/runs benchmarks/results/downstream/paper/runs \
+        --out benchmarks/results/downstream/paper
+    # land the finished run files (small JSON) so that a new machine does not run them again ...
+    grep -l '"finished": true' runs/downstream/runs/*.json | xargs cp -t benchmarks/results/downstream/paper/runs/
+    # ... and on a new machine, before the sweep: the sweep skips a finished run file of the same settings
+    mkdir -p runs/downstream/runs && cp benchmarks/results/downstream/paper/runs/*.json runs/downstream/runs/
     # one run without Ray
     python benchmarks/downstream.py run ant_multigoals controller --protocol paper --seed 0 --steps 2000000 --out DIR
     # a smoke test of the sweep at tiny budgets
