@@ -134,6 +134,12 @@ def _signal_handlers_kept() -> Iterator[None]:
                 signal.signal(sig, handler)
 
 
+# Ray's node raises a plain Exception with this text when its raylet has not registered within a wait of 30 s that
+# Ray fixes in code (ray/_private/node.py): a machine busy with training runs, or a sweep under `nice`, can miss it.
+RAY_START_TIMEOUT = "timed out during startup"
+RAY_START_ATTEMPTS = 3
+
+
 def start_ray(address: str | None, cpus_per_run: int) -> int:
     """Start Ray on this machine (or join the cluster at ``address``) after checking that a trial can ever start;
     return the CPUs Ray has for trials."""
@@ -141,14 +147,27 @@ def start_ray(address: str | None, cpus_per_run: int) -> int:
     import ray
 
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
-    try:
-        with _signal_handlers_kept():
-            if address is None:  # "local": a new Ray here, whatever RAY_ADDRESS says
-                ray.init(address="local", num_cpus=available_cpus(), **kwargs)
-            else:
-                ray.init(address=address, **kwargs)
-    except ConnectionError as error:
-        raise ConfigError(f"cannot join the Ray cluster at --address {address}: {str(error).splitlines()[0]}") from None
+    for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        try:
+            with _signal_handlers_kept():
+                if address is None:  # "local": a new Ray here, whatever RAY_ADDRESS says
+                    ray.init(address="local", num_cpus=available_cpus(), **kwargs)
+                else:
+                    ray.init(address=address, **kwargs)
+            break
+        except ConnectionError as error:
+            raise ConfigError(f"cannot join the Ray cluster at --address {address}: "
+                              f"{str(error).splitlines()[0]}") from None
+        except Exception as error:  # Ray raises a bare Exception when its node does not come up in time
+            if RAY_START_TIMEOUT not in str(error):
+                raise
+            ray.shutdown()  # what did start of this node goes before the next attempt
+            if attempt == RAY_START_ATTEMPTS:
+                load = os.getloadavg()[0]
+                raise ConfigError(f"Ray's node did not start within Ray's fixed start-up wait (30 s), {attempt} times: "
+                                  f"this machine is busy (load average {load:.1f} on {os.cpu_count()} CPUs), or the "
+                                  "sweep runs at a low priority (nice); nothing of the sweep ran. Run the same command "
+                                  "again when the machine is less busy, or at a higher priority") from None
     if address is not None:
         largest = max((node["Resources"].get("CPU", 0) for node in ray.nodes() if node.get("Alive")), default=0)
         if cpus_per_run > largest:
