@@ -111,6 +111,7 @@ def measured_provenance(held_out: str | Path | None, goals: str | Path | None,
         refused (``metra-pretrain evaluate`` records the checkpoint's provenance).
     """
     result: dict[str, Any] = {}
+    evaluated: dict[str, Any] = {}  # the provenance the held-out evaluation recorded of what it evaluated
     try:
         if held_out is not None:
             data = json.loads(Path(held_out).read_text())
@@ -118,11 +119,7 @@ def measured_provenance(held_out: str | Path | None, goals: str | Path | None,
             if "tasks_achieved" in data:
                 result["held_out_coverage"].update(tasks_achieved=data["tasks_achieved"], n_tasks=len(data["tasks"]),
                                                    tasks=[task for task, done in data["tasks"].items() if done])
-            evaluated = data.get("provenance", {})
-            for key in ("run", "epochs"):
-                if of is not None and key in evaluated and evaluated[key] != of.get(key):
-                    raise ConfigError(f"{held_out} evaluated {key} {evaluated[key]!r}, but the checkpoint written is "
-                                      f"of {key} {of.get(key)!r}; evaluate this checkpoint (metra-pretrain evaluate)")
+            evaluated = dict(data.get("provenance", {}))
         if goals is not None:
             data = json.loads(Path(goals).read_text())
             trained, untrained = data["trained"], data.get("untrained", {})
@@ -135,10 +132,12 @@ def measured_provenance(held_out: str | Path | None, goals: str | Path | None,
                                        "goal_range": data["goal_range"], "mean": trained["mean"],
                                        "ci95": trained["ci95"], "untrained_mean": untrained.get("mean")}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        if isinstance(error, ConfigError):
-            raise
         raise ConfigError(f"cannot read the evaluation file ({type(error).__name__}: {error}); give the coverage.json "
                           "of `metra-pretrain evaluate` and the goal_reaching.json of `metra-pretrain goal-eval`") from None
+    for key in ("run", "epochs") if of is not None else ():
+        if key in evaluated and evaluated[key] != of.get(key):
+            raise ConfigError(f"{held_out} evaluated {key} {evaluated[key]!r}, but the checkpoint written is of {key} "
+                              f"{of.get(key)!r}; evaluate this checkpoint (metra-pretrain evaluate)")
     return result
 
 
