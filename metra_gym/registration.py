@@ -62,7 +62,7 @@ _SKILL_ENVS: dict[str, dict[str, object]] = {
                                      "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
     "metra/HumanoidGoalSkills-v0": {"env": "metra/HumanoidGoal-v0", "checkpoint": "humanoid_state",
                                     "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
-    # Kitchen: 24 discrete skills of K = 25 steps, on the state observation (not bundled yet: pass checkpoint=).
+    # Kitchen: 24 discrete skills of K = 25 steps, on the state observation under LEXA's control (kitchen_state).
     "metra/KitchenSkills-v0": {"env": "metra/Kitchen-v0", "checkpoint": "kitchen_state",
                                "env_kwargs": {"obs_type": "state"}},
 }

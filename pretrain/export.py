@@ -35,9 +35,11 @@ from pretrain.run.callbacks import TRAINING_TASK_KEYS
 from pretrain.run.envs import with_fitted_normalizer
 from pretrain.run.run_folder import RunFolder
 
+MACHINE = "2-core CPU, no GPU"  # what the model card says the skills were trained on, unless told otherwise
+
 
 def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, command: str | None = None,
-               machine: str = "2-core CPU, no GPU", extra_provenance: dict[str, Any] | None = None,
+               machine: str = MACHINE, extra_provenance: dict[str, Any] | None = None,
                held_out: str | Path | None = None, goals: str | Path | None = None) -> Path:
     """Write a run's skills from its newest run state as a skill checkpoint folder (config.json, model.safetensors,
     README.md), atomically. The run may still be training: nothing of it is moved or written.
@@ -79,7 +81,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
 
 def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bool = False,
                       command: str | None = None, held_out: str | Path | None = None,
-                      goals: str | Path | None = None) -> Path:
+                      goals: str | Path | None = None, machine: str = MACHINE) -> Path:
     """Write a skill checkpoint (a run's snapshot, ``RUN_DIR/snapshots/epoch_*``) again with the results measured on
     those networks in its provenance and model card; the weights are copied unchanged (the same sha256).
 
@@ -88,6 +90,7 @@ def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bo
     :param command: the training command the model card names (a snapshot records "snapshot during training").
     :param held_out: the ``coverage.json`` of ``metra-pretrain evaluate`` of this checkpoint.
     :param goals: the ``goal_reaching.json`` of ``metra-pretrain goal-eval`` of this checkpoint.
+    :param machine: what the networks were trained on, for the card (where the checkpoint does not say).
     :raises CheckpointError: for a damaged checkpoint. :raises ConfigError: for evaluation files of other networks.
     """
     out_dir = Path(out_dir)
@@ -95,7 +98,7 @@ def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bo
         check_out_dir(out_dir, force)
     config = read_config(Path(checkpoint_dir))
     tensors = read_weights(Path(checkpoint_dir), config)
-    provenance = {**config["provenance"], **({"command": command} if command else {}),
+    provenance = {"machine": machine, **config["provenance"], **({"command": command} if command else {}),
                   **measured_provenance(held_out, goals, of=config["provenance"])}
     rest = {key: value for key, value in config.items() if key not in (SHA256_KEY, CONFIG_SHA256_KEY)}
     return write_checkpoint(tensors, {**rest, "provenance": provenance}, out_dir)

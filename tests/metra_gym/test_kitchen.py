@@ -386,10 +386,19 @@ def test_skill_id_runs_24_discrete_skills_of_25_steps():
     env.close()
 
 
-def test_skill_id_without_a_bundled_checkpoint_says_so():
-    with pytest.raises(CheckpointError, match=r"default skills of metra/KitchenSkills-v0 \('kitchen_state'\) are not "
-                                              r"bundled.*--config kitchen_state"):
-        gym.make("metra/KitchenSkills-v0")
+def test_skill_id_runs_the_bundled_kitchen_state_skills_by_default():
+    """The bundled ``kitchen_state`` (state Kitchen under LEXA's control) is the id's default: its skills are the
+    action, and its card records the tasks its held-out rollouts achieved."""
+    env = gym.make("metra/KitchenSkills-v0")
+    policy = env.unwrapped.policy
+    assert policy.env_id == "metra/Kitchen-v0" and policy.skill_dim == 24 and policy.discrete
+    assert policy.config["env_kwargs"]["control"] == "mocap"
+    held_out = policy.config["provenance"]["held_out_coverage"]
+    assert held_out["n_tasks"] == 6 and held_out["tasks_achieved"] == len(held_out["tasks"]) > 0
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(5)
+    assert info["skill_steps"] == 25 and set(info[TASK_SUCCESS_KEY]) == set(kitchen.TASKS)
+    env.close()
 
 
 # --- bad input -------------------------------------------------------------------------------------------------
