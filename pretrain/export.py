@@ -94,8 +94,7 @@ def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bo
     :raises CheckpointError: for a damaged checkpoint. :raises ConfigError: for evaluation files of other networks.
     """
     out_dir = Path(out_dir)
-    if not (Path(checkpoint_dir).resolve() == out_dir.resolve() and force):
-        check_out_dir(out_dir, force)
+    check_out_dir(out_dir, force)  # with force, the checkpoint itself may be written again in place
     config = read_config(Path(checkpoint_dir))
     tensors = read_weights(Path(checkpoint_dir), config)
     provenance = {"machine": machine, **config["provenance"], **({"command": command} if command else {}),
