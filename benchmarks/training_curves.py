@@ -5,8 +5,8 @@ observation group) and how SAC fares (alpha, losses).
     python benchmarks/training_curves.py --runs default=runs/humanoid_screens/humanoid_state-default-seed=0 \\
         dmc=runs/humanoid_screens/humanoid_state-dmc-seed=0 --out benchmarks/results/humanoid_screens
 
-Writes ``curves.png`` (one panel per tag, env steps on x, one line per run), ``curves.csv`` (run, tag, env step,
-value: every logged point) and ``last.json`` (per run and tag: the mean of the last ``--last`` points, with the env
+Writes ``curves.png`` (one panel per tag, env steps on x, one line per run, every logged point), ``curves.csv`` (run,
+tag, env step, value: at most ``--csv-points`` evenly spaced points per run and tag, the last included) and ``last.json`` (per run and tag: the mean of the last ``--last`` points, with the env
 step reached). ``--tags`` chooses the tags (default: METRA's diagnostics, plus every ``phi/sensitivity_*`` the runs
 logged, and the three coverages).
 """
@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--tags", nargs="+", help="TensorBoard tags (default: METRA's diagnostics)")
     parser.add_argument("--last", type=int, default=10, help="points averaged for last.json")
+    parser.add_argument("--csv-points", type=int, default=300, help="points per run and tag kept in curves.csv")
     args = parser.parse_args()
     runs = {}
     for item in args.runs:
@@ -77,7 +78,9 @@ def main() -> None:
         for axis, tag in zip(axes.flat, tags):
             for name, scalars in runs.items():
                 points = scalars.get(tag, [])
-                writer.writerows([name, tag, step, value] for step, value in points)
+                stride = -(-len(points) // args.csv_points) if points else 1
+                kept = points[::stride] + ([points[-1]] if points and (len(points) - 1) % stride else [])
+                writer.writerows([name, tag, step, f"{value:.6g}"] for step, value in kept)
                 if points:
                     axis.plot([step / 1e6 for step, _ in points], [value for _, value in points], label=name)
                     tail = [value for _, value in points[-args.last:]]
