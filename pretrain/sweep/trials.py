@@ -25,6 +25,9 @@ from pretrain.config import ALGORITHM_KEYS, ConfigError, PretrainConfig, load_co
 SWEEP_KEYS = {"torch_threads": "--cpus-per-run sets it for every run of a sweep",
               "seed": "give seeds with --seeds (or `seeds:` in a sweep file), not as a setting"}
 NEW, RESUME, FINISHED = "new", "resume", "finished"
+# Keys a run fills in at its start when its config leaves them None, and saves in its config.yaml: the fitted
+# normaliser's statistics (pretrain/run/envs.py). A trial that leaves them None asks for the run's own, not for others.
+FILLED_BY_THE_RUN = frozenset({"normalizer_stats"})
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.=,+-]")
 
 
@@ -203,7 +206,8 @@ def _check_saved_config(planned: PlannedTrial, resumable_keys: frozenset[str]) -
     except ConfigError as error:
         raise ConfigError(f"trial {planned.trial.name}: {error}") from None
     wanted = planned.config.to_dict()
-    fixed = {k: (saved[k], v) for k, v in wanted.items() if k not in resumable_keys and saved.get(k) != v}
+    fixed = {k: (saved[k], v) for k, v in wanted.items() if k not in resumable_keys and saved.get(k) != v
+             and not (k in FILLED_BY_THE_RUN and v is None)}
     if fixed:
         changes = ", ".join(f"{k}={old!r} (the sweep now gives {new!r})" for k, (old, new) in sorted(fixed.items()))
         raise ConfigError(f"trial {planned.trial.name}: its run folder {planned.run_dir} was trained with {changes}; "

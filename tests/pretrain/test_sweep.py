@@ -22,7 +22,7 @@ from pretrain.run.trainer import train
 from pretrain.sweep import sweep
 from pretrain.sweep.summary import summarize, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
-from pretrain.sweep.trials import Trial, grid_trials, parse_grid, trial_name
+from pretrain.sweep.trials import RESUME, Trial, grid_trials, parse_grid, plan, setting, trial_name
 from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,6 +226,21 @@ def test_a_sweep_may_not_resume_a_run_under_a_setting_a_resumed_run_may_not_chan
     assert "a resumed run may change only" in err and len(err.strip().splitlines()) == 1
     assert (tmp_path / "sweep" / "seed=0" / "config.yaml").read_text() == before
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == ["seed=0"]
+
+
+def test_a_sweep_resumes_a_run_that_fitted_its_normaliser_itself_but_not_one_given_other_statistics(tmp_path):
+    # The run fits the normaliser's statistics at its start and saves them in its config.yaml; the sweep's config
+    # leaves them None (humanoid_state, quadruped_state: a sweep of them could not be resumed before).
+    tiny_run(tmp_path / "seed=0", 0, 1, "normalizer=fitted")
+    saved = yaml.safe_load((tmp_path / "seed=0" / "config.yaml").read_text())["normalizer_stats"]
+    trial = Trial("seed=0", "point_mass", (*TINY, "epochs=2", "normalizer=fitted"), "point_mass", "metra", 0)
+    [planned] = plan([trial], tmp_path, 1)
+    assert (planned.state, planned.epoch) == (RESUME, 1)
+    other = {"mean": [m + 1.0 for m in saved["mean"]], "std": saved["std"]}
+    given = Trial("seed=0", "point_mass", (*trial.overrides, setting("normalizer_stats", other)), "point_mass",
+                  "metra", 0)
+    with pytest.raises(ConfigError, match="was trained with normalizer_stats="):
+        plan([given], tmp_path, 1)
 
 
 # --- the summary over seeds ------------------------------------------------------------------------------------------
