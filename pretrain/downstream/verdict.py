@@ -79,7 +79,9 @@ def gather(folders: list[Path]) -> dict[str, dict[str, dict[int, dict[str, Any]]
 def _compare(trained: dict[int, float], other: dict[int, float]) -> dict[str, Any]:
     """Unpaired and paired comparison of the trained controller with another agent."""
     mine, theirs = interval(list(trained.values())), interval(list(other.values()))
-    entry: dict[str, Any] = {"other": theirs, "separated": mine["low"] > theirs["high"]}
+    # One seed has no interval (its "interval" is the point itself): nothing is separated on one seed of either side.
+    entry: dict[str, Any] = {"other": theirs, "separated": min(mine["seeds"], theirs["seeds"]) > 1
+                             and mine["low"] > theirs["high"]}
     common = sorted(set(trained) & set(other))
     if common:
         difference = interval([trained[s] - other[s] for s in common])

@@ -58,6 +58,18 @@ def test_verdicts_compare_unpaired_and_paired_and_measure_the_distance_to_the_be
     assert "flat" not in entry["against"]  # not run: not judged
 
 
+def test_one_seed_of_a_trained_controller_separates_from_nothing(tmp_path):
+    # A pilot's single seed far above 8 seeds of random skills: one value is no interval, so no target is met by it.
+    runs = tmp_path / "runs"
+    write_run(runs, "ant_multigoals", "controller", 0, 4.7, "paper", untrained=3.4)
+    for seed in range(8):
+        write_run(runs, "ant_multigoals", "random", seed, 2.8 + 0.05 * seed)
+    entry = verdicts(gather([runs]))["ant_multigoals"]["paper"]
+    assert entry["trained"]["seeds"] == 1 and entry["against"]["random"]["other"]["high"] < 4.7
+    assert entry["against"]["random"]["separated"] is False
+    assert entry["targets"]["above_random_skills"] is False
+
+
 def test_the_summary_reads_the_v03_benchmarks_files_as_protocol_v03(tmp_path):
     old = {"task": "cheetah_goal", "agent": "hierarchical", "seed": 0, "points": [[0, 2.0], [102400, 7.0]],
            "episodes": [50, 50]}
