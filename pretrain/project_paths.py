@@ -16,7 +16,17 @@ def project_path(path: str | Path) -> str:
         return path.name
 
 
+SNAPSHOTS = "snapshots"  # a run folder's skill snapshots: RUN/snapshots/epoch_NNNNNN
+
+
 def checkpoint_reference(checkpoint: str | Path) -> str:
     """A skill checkpoint as a result names it: a local folder by :func:`project_path`, a bundled name or a Hub
-    repo as given."""
-    return project_path(checkpoint) if Path(checkpoint).exists() else str(checkpoint)
+    repo as given. A snapshot outside the project keeps its run's name (``ant-s0/snapshots/epoch_000900``), so that
+    two runs' snapshots of the same epoch stay apart in one result."""
+    path = Path(checkpoint)
+    if not path.exists():
+        return str(checkpoint)
+    named = project_path(path)
+    if named == path.name and path.parent.name == SNAPSHOTS:
+        return f"{path.parent.parent.name}/{SNAPSHOTS}/{path.name}"
+    return named
