@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+SNAPSHOTS = "snapshots"  # a run folder's skill snapshots: RUN/snapshots/epoch_NNNNNN
+
 
 def project_path(path: str | Path) -> str:
     """``path`` relative to the working directory when it lies under it, else its last part (``runs/ant-s0`` for
@@ -14,9 +16,6 @@ def project_path(path: str | Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return path.name
-
-
-SNAPSHOTS = "snapshots"  # a run folder's skill snapshots: RUN/snapshots/epoch_NNNNNN
 
 
 def checkpoint_reference(checkpoint: str | Path) -> str:
