@@ -61,6 +61,8 @@ TASKS: dict[str, Task] = {
     "cheetah_hurdle": Task("metra/HalfCheetahHurdle-v0", "metra/HalfCheetahHurdleSkills-v0", task_only=False),
     # The paper's QuadrupedGoal on state observations (its skills are the state Quadruped's, `quadruped_state`).
     "quadruped_goal": Task("metra/QuadrupedGoal-v0", "metra/QuadrupedGoalSkills-v0"),
+    # The paper's HumanoidGoal on state observations, over the state Humanoid's skills (`humanoid_state`).
+    "humanoid_goal": Task("metra/HumanoidGoal-v0", "metra/HumanoidGoalSkills-v0"),
 }
 
 

@@ -55,17 +55,21 @@ def test_the_v03_controllers_see_the_task_information_only_on_goal_tasks():
         env.close()
 
 
-def test_the_quadruped_goal_controller_sees_the_state_and_the_goal_relative_to_the_torso(tmp_path):
-    """On untrained state-Quadruped skills: 4 continuous skills; K = 50 control steps (25 policy steps)."""
+@pytest.mark.parametrize(("task_name", "config", "state_dim"), [("quadruped_goal", "quadruped_state", 80),
+                                                               ("humanoid_goal", "humanoid_state", 69)])
+def test_the_dmc_goal_controllers_see_the_state_and_the_goal_relative_to_the_torso(tmp_path, task_name, config,
+                                                                                   state_dim):
+    """On untrained state skills: continuous skills; K = 50 control steps (25 policy steps)."""
     from pretrain.config import load_config
     from pretrain.export import export_untrained
 
-    checkpoint = export_untrained(load_config("quadruped_state", ["net_width=32"]), tmp_path / "skills")
-    env = controller_env("quadruped_goal", checkpoint=str(checkpoint))
+    skills = load_config(config, ["net_width=32"])
+    checkpoint = export_untrained(skills, tmp_path / "skills")
+    env = controller_env(task_name, checkpoint=str(checkpoint))
     obs, _ = env.reset(seed=0)
     inner = env.unwrapped.env.unwrapped
-    assert env.action_space.shape == (4,) and obs.shape == (80 + 2,)
-    np.testing.assert_allclose(obs[80:], inner.goal - inner.coordinates(), rtol=1e-5, atol=1e-5)
+    assert env.action_space.shape == (skills.skill_dim,) and obs.shape == (state_dim + 2,)
+    np.testing.assert_allclose(obs[state_dim:], inner.goal - inner.coordinates(), rtol=1e-5, atol=1e-5)
     assert env.unwrapped.skill_steps * inner.action_repeat == 50
     env.close()
 
