@@ -233,3 +233,16 @@ def test_uniform_skills_live_in_the_unit_cube(tmp_path):
 def test_an_env_that_is_neither_an_id_nor_an_env_is_one_clear_error(env):
     with pytest.raises(TypeError, match="env must be a Gymnasium env id .e.g. 'metra/Ant-v0'. or a gymnasium.Env, got"):
         SkillEnv(env=env)
+
+
+def test_a_skill_id_whose_default_skills_are_not_released_says_so_and_how_to_train_them():
+    """A registered skill id may name default skills before they are bundled (Humanoid's were for a while)."""
+    env_id = "metra-test/UnreleasedSkills-v0"
+    gym.register(env_id, entry_point="metra_gym.skill_env:SkillEnv", max_episode_steps=8,
+                 kwargs={"env": "metra/Ant-v0", "checkpoint": "ant_unreleased"})
+    try:
+        with pytest.raises(CheckpointError, match=f"default skills of {env_id} \\('ant_unreleased'\\) are not bundled "
+                                                  "with this version of metra-gym.*--config ant_unreleased"):
+            gym.make(env_id)
+    finally:
+        del gym.registry[env_id]
