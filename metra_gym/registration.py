@@ -52,8 +52,7 @@ _SKILL_ENVS: dict[str, dict[str, object]] = {
     "metra/HalfCheetahGoalSkills-v0": {"env": "metra/HalfCheetahGoal-v0", "checkpoint": "half_cheetah"},
     "metra/HalfCheetahHurdleSkills-v0": {"env": "metra/HalfCheetahHurdle-v0", "checkpoint": "half_cheetah"},
     # DeepMind Control: K = 50 control steps = 25 policy steps per skill, 8 skills = 400 control steps, on the state
-    # observation (skill checkpoints are state-based for now; quadruped_state is bundled, humanoid_state is not:
-    # pass checkpoint=).
+    # observation (the bundled skills, quadruped_state and humanoid_state, are state-based).
     "metra/QuadrupedSkills-v0": {"env": "metra/Quadruped-v0", "checkpoint": "quadruped_state",
                                  "skill_steps": DMC_SKILL_STEPS, "env_kwargs": {"obs_type": "state"}},
     "metra/HumanoidSkills-v0": {"env": "metra/Humanoid-v0", "checkpoint": "humanoid_state",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 # Every bundled checkpoint: today's skills and the earlier releases, which stay loadable by their version names.
-BUNDLED_NAMES = ("ant", "half_cheetah", "quadruped_state", "kitchen_state", "ant-0.2", "ant-0.1", "half_cheetah-0.1")
+BUNDLED_NAMES = ("ant", "half_cheetah", "quadruped_state", "humanoid_state", "kitchen_state", "ant-0.2", "ant-0.1", "half_cheetah-0.1")
 
 
 # What builds the package: its sdist holds these and nothing else of the repository (MANIFEST.in).

@@ -14,7 +14,6 @@ from gymnasium.utils.env_checker import check_env
 import metra_gym  # noqa: F401
 from metra_gym import registration
 from metra_gym.envs import dmc
-from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.wrappers import ChannelStackObservation
 from tests.metra_gym.helpers import heavy_modules_after, random_skill_policy
 
@@ -253,11 +252,22 @@ def _random_policy(obs_dim, action_dim, env_id):
     return random_skill_policy(obs_dim, action_dim, 2, False, env_id, {"obs_type": "state"})
 
 
-def test_skill_ids_without_a_bundled_checkpoint_say_so():
-    for env_id in ("metra/HumanoidSkills-v0", "metra/HumanoidGoalSkills-v0"):
-        with pytest.raises(CheckpointError, match=f"default skills of .*{env_id}.* \\('humanoid_state'\\) are not "
-                                                  "bundled with this version of metra-gym.*--config humanoid_state"):
-            gym.make(env_id)
+@pytest.mark.parametrize("env_id", ["metra/HumanoidSkills-v0", "metra/HumanoidGoalSkills-v0"])
+def test_humanoid_skill_ids_take_the_bundled_state_skills(env_id):
+    env = gym.make(env_id)  # the default checkpoint: the bundled humanoid_state
+    assert env.unwrapped.policy.config["env_id"] == "metra/Humanoid-v0"
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_the_bundled_humanoid_skills_travel():
+    env = gym.make("metra/HumanoidSkills-v0")
+    env.reset(seed=3)
+    start = env.unwrapped.env.unwrapped.coordinates().copy()
+    for _ in range(4):  # 100 policy steps of one skill
+        *_, info = env.step(np.array([0.5, 0.866], np.float32))
+    # A trained skill crawls several metres in 100 steps; random actions and untrained skills fall and stay within
+    # about a metre (benchmarks/results/humanoid_screens/falls.json).
+    assert np.linalg.norm(info["coordinates"] - start) > 3.0
 
 
 @pytest.mark.parametrize("env_id", ["metra/QuadrupedSkills-v0", "metra/QuadrupedGoalSkills-v0"])
