@@ -12,6 +12,7 @@ skills and flat SAC, over seeds (issue 41; the protocol and agents: ``pretrain/d
     mkdir -p runs/downstream/runs && cp benchmarks/results/downstream/paper/runs/*.json runs/downstream/runs/
     # one run without Ray
     python benchmarks/downstream.py run ant_multigoals controller --protocol paper --seed 0 --steps 2000000 --out DIR
+    #   (a run stopped part-way goes on from its last evaluation when the same command runs again: DIR/run_states)
     # a smoke test of the sweep at tiny budgets
     python benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root /tmp/ds --seeds 0 --steps 5000 \\
         --eval-every 2500 --eval-episodes 2 --final-episodes 2
@@ -50,8 +51,8 @@ def _sweep(args: argparse.Namespace) -> int:
         print(f"downstream: {error}", file=sys.stderr)
         return 2
     except SweepInterrupted as stop:
-        print(f"downstream: sweep stopped by {stop.signal_name}; finished runs are kept, unfinished ones start again "
-              f"when you run: {command}", file=sys.stderr)
+        print(f"downstream: sweep stopped by {stop.signal_name}; finished runs are kept, unfinished learned ones go on "
+              f"from their last evaluation when you run: {command}", file=sys.stderr)
         return 130
     for outcome in outcomes:
         print(f"{outcome.name}: {outcome.outcome}" + (f" ({outcome.error})" if outcome.error else ""))
@@ -83,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     spec = RunSpec(args.task, args.agent, args.seed, args.protocol if learned else None,
                    args.steps if learned else 0, args.eval_every if learned else 0, args.eval_episodes,
                    args.final_episodes, args.checkpoint)
-    row = run(spec, args.out)
+    row = run(spec, args.out, states=args.out / "run_states")  # the same command again resumes a stopped run
     print(f"{spec.name}: return {row['final']['mean']:.2f} ({row['seconds']} s)")
     return 0
 

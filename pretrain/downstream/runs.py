@@ -9,8 +9,12 @@ controller), every ``eval_every`` low-level steps on the first ``eval_episodes``
 ``final_episodes``; a reference controller on the ``final_episodes`` episodes (the same ones:
 :func:`~pretrain.downstream.evaluation.evaluation_seeds`).
 
-A run is the unit of resumption: a finished file is never run again; a run interrupted before its end starts again
-from the beginning (about half an hour at the default budgets; :mod:`pretrain.downstream.sweep`).
+A finished file is never run again. A learned run given a folder for run states saves one after every evaluation
+(:mod:`pretrain.downstream.run_state`) and, run again after a stop, goes on from the last one; without it, or from
+a state of other settings, it starts from the beginning. It learns between evaluations in ``learn`` calls that end
+where the agent's own collection ends (after a whole epoch of episodes for the paper's SAC, a whole rollout for
+PPO), so an evaluation and a save fall at most one such collection after their mark, and are recorded at the step
+where they happened.
 """
 
 from __future__ import annotations
@@ -114,11 +118,13 @@ def _skills_digest(spec: RunSpec) -> str:
     return checkpoint_config(spec.task, spec.checkpoint)["weights_sha256"][:12]
 
 
-def run(spec: RunSpec, out: Path, cache: Path | None = None) -> dict[str, Any]:
+def run(spec: RunSpec, out: Path, cache: Path | None = None, states: Path | None = None) -> dict[str, Any]:
     """Do one run and write ``out/<name>.json``; returns its contents.
 
     :param out: the folder of run files.
     :param cache: where untrained skill checkpoints go (default: ``out/untrained_skills``).
+    :param states: where a learned run keeps its run state (``states/<name>/``; removed when the run finishes), and
+        from which it resumes; None: no run state, a stopped run starts again from the beginning.
     """
     import torch
 
@@ -140,12 +146,11 @@ def run(spec: RunSpec, out: Path, cache: Path | None = None) -> dict[str, Any]:
         row.update(final=_summary(returns), finished=True, seconds=round(time.time() - start, 1))
         write_atomic(path, row)
         return row
-    return _train(spec, path, row, start)
+    return _train(spec, path, row, start, None if states is None else Path(states) / spec.name)
 
 
-def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float) -> dict[str, Any]:
+def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states: Path | None) -> dict[str, Any]:
     import gymnasium as gym
-    from stable_baselines3.common.callbacks import BaseCallback
 
     from pretrain.downstream.evaluation import agent_returns, evaluation_seeds
     from pretrain.downstream.protocol import (
@@ -156,47 +161,55 @@ def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float) -> dict
         hierarchical_agent,
         task,
     )
+    from pretrain.downstream.run_state import load_run_state, quiet_logger, remove_run_state, save_run_state
 
-    controller = spec.agent == "controller"
-    if controller:
+    if spec.agent == "controller":
         agent = hierarchical_agent(spec.task, spec.seed, spec.checkpoint, protocol_name=spec.protocol)
         eval_env = controller_env(spec.task, spec.checkpoint, spec.protocol)
         scale = int(eval_env.unwrapped.skill_steps)
     else:
         agent, eval_env, scale = flat_agent(spec.task, spec.seed, spec.protocol), gym.make(task(spec.task).low_level_id), 1
-    row.update(algorithm=type(agent).__name__, low_level_steps_per_agent_step=scale, points=[],
-               pretraining_settings=SACSettings.of_checkpoint(checkpoint_config(spec.task, spec.checkpoint)).as_dict())
+    agent.set_logger(quiet_logger())
     seeds = evaluation_seeds(spec.seed, spec.final_episodes)
 
     def write() -> None:
         row["seconds"] = round(time.time() - start, 1)
         write_atomic(path, row)
 
-    class Curve(BaseCallback):
-        """Evaluate every ``eval_every`` low-level steps (the first evaluation: the untrained controller)."""
-
-        def _on_training_start(self) -> None:
-            returns = agent_returns(self.model, eval_env, seeds)
-            row["untrained_controller"] = _summary(returns)
-            row["points"].append((0, float(np.mean(returns[:spec.eval_episodes]))))
-            self.next_eval = spec.eval_every
+    resumed = load_run_state(states, agent, spec.settings()) if states is not None else None
+    if resumed is not None:
+        agent, saved = resumed
+        start -= saved["seconds"]  # seconds count the run's time in every process that worked on it
+        row.update({**saved, "writer": row["writer"], "resumes": saved.get("resumes", 0) + 1})
+    else:
+        row.update(algorithm=type(agent).__name__, low_level_steps_per_agent_step=scale, points=[],
+                   pretraining_settings=SACSettings.of_checkpoint(checkpoint_config(spec.task,
+                                                                                    spec.checkpoint)).as_dict())
+        returns = agent_returns(agent, eval_env, seeds)  # the untrained controller
+        row["untrained_controller"] = _summary(returns)
+        row["points"].append((0, float(np.mean(returns[:spec.eval_episodes]))))
+        write()
+    budget = -(-spec.steps // scale)  # in agent steps
+    while True:
+        if states is not None:
+            write()  # the seconds so far, which the state keeps
+            save_run_state(states, agent, spec.settings(), row)
+        if agent.num_timesteps >= budget:
+            break
+        mark = (agent.num_timesteps * scale // spec.eval_every + 1) * spec.eval_every  # the next evaluation's
+        agent.learn(min(budget, -(-mark // scale)) - agent.num_timesteps, reset_num_timesteps=False)
+        steps = agent.num_timesteps * scale
+        if steps < spec.steps:
+            returns = agent_returns(agent, eval_env, seeds[:spec.eval_episodes])
+            row["points"].append((steps, float(np.mean(returns))))
             write()
-
-        def _on_step(self) -> bool:
-            steps = self.model.num_timesteps * scale
-            if steps >= self.next_eval and steps < spec.steps:
-                returns = agent_returns(self.model, eval_env, seeds[:spec.eval_episodes])
-                row["points"].append((steps, float(np.mean(returns))))
-                self.next_eval += spec.eval_every
-                write()
-            return True
-
-    agent.learn(-(-spec.steps // scale), callback=Curve())
     returns = agent_returns(agent, eval_env, seeds)
     steps = agent.num_timesteps * scale
     row["final"] = {**_summary(returns), "steps": steps}
     row["points"].append((steps, float(np.mean(returns[:spec.eval_episodes]))))
     row["finished"] = True
     write()
+    if states is not None:
+        remove_run_state(states)
     eval_env.close()
     return row

@@ -17,7 +17,8 @@ A sweep file::
 
 Every seed x task x agent (x protocol) is a run (:class:`~pretrain.downstream.runs.RunSpec`) whose file goes to
 ``RUN_ROOT/runs/NAME.json``. Running the same sweep again skips the runs whose file is finished with the same
-settings and runs the others from their start (a run is the unit: :mod:`pretrain.downstream.runs`). The reference
+settings and runs the others: a learned run from its run state in ``RUN_ROOT/run_states/NAME/`` (saved after every
+evaluation, removed when the run finishes: :mod:`pretrain.downstream.run_state`), else from its start. The reference
 controllers run first (minutes), then the learned agents in seed order, so a sweep stopped part-way has every
 agent of the first seeds.
 """
@@ -42,6 +43,7 @@ TOP_KEYS = ("seeds", "tasks", "agents", "eval_every", "eval_episodes", "final_ep
 RUNS = "runs"  # RUN_ROOT/runs/NAME.json
 ERRORS = "errors"  # RUN_ROOT/errors/NAME.txt: the traceback of a failed run (removed when it succeeds)
 UNTRAINED = "untrained_skills"  # RUN_ROOT/untrained_skills/: the untrained skill checkpoints of the references
+STATES = "run_states"  # RUN_ROOT/run_states/NAME/: the run state of a learned run not yet finished
 
 
 def _fail(path: Path, message: str) -> ConfigError:
@@ -132,7 +134,7 @@ def run_in_worker(tune_config: dict[str, Any], specs: dict[str, dict[str, Any]],
     error = _error_path(root, name)
     try:
         error.unlink(missing_ok=True)
-        run(RunSpec(**specs[name]), root / RUNS, root / UNTRAINED)
+        run(RunSpec(**specs[name]), root / RUNS, root / UNTRAINED, root / STATES)
     except Exception:
         error.parent.mkdir(parents=True, exist_ok=True)
         error.write_text(traceback.format_exc())

@@ -109,9 +109,7 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
         state = {
             "epoch": epoch,
             "num_timesteps": model.num_timesteps,
-            "python_rng": base64.b64encode(json.dumps(random.getstate()).encode()).decode(),
-            "numpy_rng": _numpy_rng_state(),
-            "torch_rng": base64.b64encode(th.get_rng_state().numpy().tobytes()).decode(),
+            **process_rngs(),
             "env_rngs": _env_rngs(model.get_env()),
             "action_space_rng": model.action_space.np_random.bit_generator.state,
             "collector": in_flight,
@@ -385,10 +383,7 @@ def load_run_state(folder: Path, state: dict[str, Any], model, tracker: Coverage
     # The vec env itself, under SB3's wrappers (an image run's VecTransposeImage keeps seeds of its own).
     venv = model.get_env().unwrapped
     try:
-        random.setstate(_tuplify(json.loads(_b64(state["python_rng"]))))
-        kind, key, pos, has_gauss, gauss = state["numpy_rng"]
-        np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, gauss))
-        th.set_rng_state(th.from_numpy(np.frombuffer(_b64(state["torch_rng"]), dtype=np.uint8).copy()))
+        restore_process_rngs(state)
         if len(state["env_rngs"]) != venv.num_envs:
             raise ValueError(f"{len(state['env_rngs'])} environment RNGs for {venv.num_envs} environments")
         _set_env_rngs(venv, state["env_rngs"])
@@ -410,6 +405,25 @@ def load_run_state(folder: Path, state: dict[str, Any], model, tracker: Coverage
     model._last_obs = None  # so that learn() runs the pending reset
     if model.collector is not None and state.get("collector") is not None:
         model.collector.resume_from({**state["collector"], "weights": load_file(folder / COLLECTOR_ACTOR)})
+
+
+def process_rngs() -> dict[str, Any]:
+    """The process's RNG states (Python's, NumPy's global one and torch's) as JSON entries: ``python_rng``,
+    ``numpy_rng`` and ``torch_rng`` (also the downstream runs' state: :mod:`pretrain.downstream.run_state`)."""
+    return {"python_rng": base64.b64encode(json.dumps(random.getstate()).encode()).decode(),
+            "numpy_rng": _numpy_rng_state(),
+            "torch_rng": base64.b64encode(th.get_rng_state().numpy().tobytes()).decode()}
+
+
+def restore_process_rngs(state: dict[str, Any]) -> None:
+    """Put back the RNG states of :func:`process_rngs` (``state`` may hold other entries too).
+
+    :raises ValueError, TypeError, KeyError, RuntimeError: for entries that are not such RNG states.
+    """
+    random.setstate(_tuplify(json.loads(_b64(state["python_rng"]))))
+    kind, key, pos, has_gauss, gauss = state["numpy_rng"]
+    np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, gauss))
+    th.set_rng_state(th.from_numpy(np.frombuffer(_b64(state["torch_rng"]), dtype=np.uint8).copy()))
 
 
 def _env_rngs(venv: VecEnv) -> list[dict[str, Any]]:
