@@ -190,8 +190,9 @@ def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states:
         row["points"].append((0, float(np.mean(returns[:spec.eval_episodes]))))
         write()
     budget = -(-spec.steps // scale)  # in agent steps
+    saved_at = agent.num_timesteps if resumed is not None else -1
     while True:
-        if states is not None:
+        if states is not None and agent.num_timesteps != saved_at:
             write()  # the seconds so far, which the state keeps
             save_run_state(states, agent, spec.settings(), row)
         if agent.num_timesteps >= budget:
