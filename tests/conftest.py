@@ -10,6 +10,19 @@ import torch  # noqa: E402
 # One thread: the suite's small networks gain nothing from more, and it keeps runs beside it undisturbed.
 torch.set_num_threads(1)
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_log_folder(tmp_path_factory: pytest.TempPathFactory):
+    """Stable-Baselines3 makes a fresh ``/tmp/SB3-<date>`` folder at every ``learn`` of an agent without a logger of
+    its own (many tests' agents); ``SB3_LOGDIR`` gives them one folder under pytest's, which pytest cleans up."""
+    previous = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3_logs"))
+    yield
+    if previous is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = previous
+
 # A test's time limit is CPU time, not wall-clock time: the suite shares its machine with training campaigns, and
 # under a load of 10 on 2 cores a learning test that needs 4 CPU minutes takes 20 wall-clock minutes or more, so a
 # wall-clock limit can fail a seeded test whose result does not depend on the load. The CPU time of the
