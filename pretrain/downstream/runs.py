@@ -1,5 +1,6 @@
 """One downstream run: a learned agent trained for a budget of low-level steps and evaluated as it goes, or a
-reference controller evaluated once; its result is one JSON file, written atomically after every evaluation.
+reference controller evaluated once; its result is one JSON file, written atomically after every evaluation, and a
+learned run's trained agent is saved beside it (``NAME.zip``, Stable-Baselines3's format) when it finishes.
 
 Agents: ``controller`` (the high-level controller over the task's skills, under a protocol), ``flat`` (SAC on the
 low-level task, under a protocol), and the reference controllers of :mod:`pretrain.downstream.reference`. Budgets
@@ -208,7 +209,8 @@ def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states:
     steps = agent.num_timesteps * scale
     row["final"] = {**_summary(returns), "steps": steps}
     row["points"].append((steps, float(np.mean(returns[:spec.eval_episodes]))))
-    row["finished"] = True
+    agent.save(path.with_suffix(".zip"))  # the trained agent, beside its result (SB3's format: ``SAC.load``)
+    row.update(agent_file=path.with_suffix(".zip").name, finished=True)
     write()
     if states is not None:
         remove_run_state(states)

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from stable_baselines3 import SAC
 
 import pretrain.downstream.evaluation as evaluation
 from pretrain.downstream import hierarchical_agent
@@ -109,3 +110,5 @@ def test_a_stopped_run_goes_on_from_its_last_evaluation(tmp_path, monkeypatch, t
     assert steps == sorted(set(steps)) and steps[-1] >= spec.steps
     assert row["untrained_controller"] == before["untrained_controller"]
     assert not states.exists() or not any(states.iterdir())  # a finished run's state is removed
+    trained = SAC.load(out / row["agent_file"])  # the trained agent is kept beside its result
+    assert trained.num_timesteps * row["low_level_steps_per_agent_step"] == row["final"]["steps"]
