@@ -7,8 +7,9 @@ Saved after every evaluation of a learned run (:mod:`pretrain.downstream.runs`),
 - ``agent.zip``: Stable-Baselines3's save of the agent (networks, optimisers, entropy weight, counters);
 - the replay buffer of an off-policy agent, in segments (:mod:`pretrain.algorithms.common.replay_segments`: a save
   writes only the segments that changed since the previous one and hard-links the rest);
-- ``state.json``, written last: the run's settings, its row so far (curve, untrained controller's returns, seconds),
-  the process's RNG states and the agent's action-space RNG state (its random actions before learning starts).
+- ``state.json``, written last: the run's identity (settings and skills' digest), its row so far (curve, untrained
+  controller's returns, seconds), the process's RNG states, the agent's action-space RNG state (its random actions
+  before learning starts), and every file's size and sha256, checked before a resume.
 
 As in pretraining's run state (:mod:`pretrain.run.run_state`), a save goes to a temporary folder and two renames put
 it in place, so a kill at any moment leaves a complete state (``latest``, else ``previous``) behind.
@@ -17,7 +18,7 @@ What a resume continues exactly is what the learner holds; the training environm
 seeded from the run's seed and step count. The agents of the paper's protocol update after whole episodes, so
 their states are saved between episodes and only the next episode's start differs from the run not interrupted;
 an agent that updates every step (protocol ``v0.3``) also loses the rest of the episode in flight. A state of other
-settings (another budget, a changed sweep file) is not resumed: the run starts afresh and replaces it.
+identity (another budget, a changed sweep file, other skills) is not resumed: the run starts afresh and replaces it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from metra_gym.atomic_files import give_usual_mode, write_json_atomic
 from pretrain.algorithms.common.replay_segments import META as REPLAY_META
 from pretrain.algorithms.common.replay_segments import load_replay, save_replay
-from pretrain.run.run_state import process_rngs, restore_process_rngs
+from pretrain.run.run_state import file_sha256, fsync, process_rngs, restore_process_rngs
 
 AGENT = "agent.zip"
 STATE = "state.json"
@@ -65,11 +68,12 @@ def _recorded(folder: Path) -> dict[str, Any] | None:
     return state
 
 
-def save_run_state(folder: Path, agent: BaseAlgorithm, settings: dict[str, Any], row: dict[str, Any]) -> Path:
+def save_run_state(folder: Path, agent: BaseAlgorithm, identity: dict[str, Any], row: dict[str, Any]) -> Path:
     """Write the run state of a run at its current step into ``folder`` (``STATES/NAME``); returns ``folder/latest``.
 
     :param agent: the learned agent, between two ``learn`` calls.
-    :param settings: the run's settings (:meth:`pretrain.downstream.runs.RunSpec.settings`).
+    :param identity: what makes a state this run's: its settings (:meth:`pretrain.downstream.runs.RunSpec.settings`)
+        and the digest of its skills (a state over other skills is not resumed).
     :param row: the run's row so far (what its JSON file holds).
     """
     folder = Path(folder)
@@ -81,17 +85,22 @@ def save_run_state(folder: Path, agent: BaseAlgorithm, settings: dict[str, Any],
     try:
         give_usual_mode(tmp)
         agent.save(tmp / AGENT)  # Stable-Baselines3 leaves the replay buffer out: it is saved next
+        known: dict[str, dict[str, Any]] = {}  # the segments' sizes and digests (unchanged ones are hard links)
         if isinstance(agent, OffPolicyAlgorithm):
-            before = _recorded(latest) or {}
-            save_replay(agent.replay_buffer, tmp, latest, before.get("files"))
-        files = {path.name: {"bytes": path.stat().st_size} for path in sorted(tmp.iterdir())}
-        write_json_atomic(tmp / STATE, {"settings": settings, "row": row, "num_timesteps": agent.num_timesteps,
+            known = save_replay(agent.replay_buffer, tmp, latest, (_recorded(latest) or {}).get("files"))
+        files = {}
+        for path in sorted(tmp.iterdir()):
+            fsync(path)
+            files[path.name] = known.get(path.name) or {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
+        write_json_atomic(tmp / STATE, {"identity": identity, "row": row, "num_timesteps": agent.num_timesteps,
                                         "action_space_rng": agent.action_space.np_random.bit_generator.state,
                                         **process_rngs(), "files": files})
+        fsync(tmp)
         if latest.exists():
             shutil.rmtree(previous, ignore_errors=True)
             latest.rename(previous)
         tmp.rename(latest)
+        fsync(folder)
         shutil.rmtree(previous, ignore_errors=True)
         return latest
     except BaseException:
@@ -99,38 +108,50 @@ def save_run_state(folder: Path, agent: BaseAlgorithm, settings: dict[str, Any],
         raise
 
 
-def load_run_state(folder: Path, agent: BaseAlgorithm, settings: dict[str, Any]) -> tuple[BaseAlgorithm,
+def load_run_state(folder: Path, agent: BaseAlgorithm, identity: dict[str, Any]) -> tuple[BaseAlgorithm,
                                                                                         dict[str, Any]] | None:
-    """The agent and row of the newest complete run state in ``folder`` saved with these ``settings``, or None when
-    there is none (then the run starts afresh; a state of other settings is removed).
+    """The agent and row of the newest complete run state in ``folder`` saved with this ``identity``, or None when
+    there is none: then the run starts afresh. A state of another identity is removed; a state that cannot be loaded
+    (a file changed since it was written, an agent that no longer fits the environment) is moved aside to
+    ``folder/damaged-<time>`` with a warning, so that the run goes on rather than failing at every retry.
 
     :param agent: the run's agent as built afresh: its class, environment and device are the resumed agent's.
-    :raises ValueError: a complete state whose RNG entries cannot be restored (a damaged or edited state.json).
     """
     folder = Path(folder)
     found = [(state, path) for path in (folder / LATEST, folder / PREVIOUS) if (state := _recorded(path)) is not None]
     if not found:
         return None
     state, path = found[0]
-    if state.get("settings") != settings:
+    if state.get("identity") != identity:
         shutil.rmtree(folder, ignore_errors=True)
         return None
+    try:
+        for name, info in state["files"].items():
+            if file_sha256(path / name) != info["sha256"]:
+                raise ValueError(f"{name} changed after it was written (its sha256 differs from {STATE})")
+        resumed = _load(path, state, agent, identity)
+    except Exception as error:  # noqa: BLE001 - any failure to load: the state is set aside, the run starts afresh
+        aside = folder.with_name(f"{folder.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        folder.rename(aside)
+        warnings.warn(f"the run state in {path} cannot be resumed ({type(error).__name__}: {error}); it was moved to "
+                      f"{aside} and the run starts from the beginning", RuntimeWarning, stacklevel=2)
+        return None
+    return resumed, state["row"]
+
+
+def _load(path: Path, state: dict[str, Any], agent: BaseAlgorithm, identity: dict[str, Any]) -> BaseAlgorithm:
     env = agent.get_env()
     resumed = type(agent).load(path / AGENT, env=env, device=agent.device)
     if (path / REPLAY_META).is_file():
         resumed.replay_buffer = load_replay(path, resumed.device)
     # The training env starts again from a reset: seeded from the run's seed and step count, so that a resume from
     # the same state is repeatable and does not replay the run's first episode (what the load's seeding would do).
-    env.seed(int(settings["seed"]) * 1_000_003 + int(state["num_timesteps"]))
+    env.seed(int(identity["seed"]) * 1_000_003 + int(state["num_timesteps"]))
     resumed._last_obs = None
-    try:
-        restore_process_rngs(state)
-        resumed.action_space.np_random.bit_generator.state = state["action_space_rng"]
-    except (ValueError, TypeError, KeyError, RuntimeError) as error:
-        raise ValueError(f"{path / STATE} is damaged or was edited (an RNG state cannot be restored: {error}); remove "
-                         f"{folder} to start the run afresh") from None
+    restore_process_rngs(state)
+    resumed.action_space.np_random.bit_generator.state = state["action_space_rng"]
     resumed.set_logger(quiet_logger())
-    return resumed, state["row"]
+    return resumed
 
 
 def remove_run_state(folder: Path) -> None:

@@ -177,7 +177,8 @@ def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states:
         row["seconds"] = round(time.time() - start, 1)
         write_atomic(path, row)
 
-    resumed = load_run_state(states, agent, spec.settings()) if states is not None else None
+    identity = {**spec.settings(), "skills_sha256": row.get("skills_sha256")}  # what a state must have been saved by
+    resumed = load_run_state(states, agent, identity) if states is not None else None
     if resumed is not None:
         agent, saved = resumed
         start -= saved["seconds"]  # seconds count the run's time in every process that worked on it
@@ -195,7 +196,7 @@ def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states:
     while True:
         if states is not None and agent.num_timesteps != saved_at:
             write()  # the seconds so far, which the state keeps
-            save_run_state(states, agent, spec.settings(), row)
+            save_run_state(states, agent, identity, row)
         if agent.num_timesteps >= budget:
             break
         mark = (agent.num_timesteps * scale // spec.eval_every + 1) * spec.eval_every  # the next evaluation's

@@ -37,6 +37,7 @@ import yaml
 from pretrain.config import ConfigError
 from pretrain.downstream.protocol import PROTOCOLS, TASKS
 from pretrain.downstream.reference import REFERENCES
+from pretrain.downstream.run_state import remove_run_state
 from pretrain.downstream.runs import LEARNED, RunSpec, is_finished, read_run
 
 TOP_KEYS = ("seeds", "tasks", "agents", "eval_every", "eval_episodes", "final_episodes")
@@ -205,6 +206,8 @@ def sweep(specs: list[RunSpec], run_root: str | Path, cpus_per_run: int = 1, add
     run_root.mkdir(parents=True, exist_ok=True)
     with RunRootLock(run_root):
         done = {spec.name for spec in specs if is_finished(run_root / RUNS / f"{spec.name}.json", spec)}
+        for name in done:  # a run killed between its last write and removing its state
+            remove_run_state(run_root / STATES / name)
         pending = [spec for spec in specs if spec.name not in done]
         echo(f"downstream sweep of {len(specs)} run(s) in {run_root}: {len(done)} finished, {len(pending)} to run")
         errors: dict[str, Any] = {}

@@ -65,7 +65,8 @@ class ResumeWarning(UserWarning):
 # --- writing ----------------------------------------------------------------------------------------------------
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
+    """Flush a file's (or a folder's) contents to disk, so that a save vouches only for what is there."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -73,7 +74,8 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 hex digest of a file's bytes, read in 1 MiB pieces."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -104,8 +106,8 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
             in_flight = {"rngs": in_flight["rngs"], "start_timesteps": in_flight["start_timesteps"]}
         files = {}
         for path in sorted(tmp.iterdir()):
-            _fsync(path)
-            files[path.name] = known.get(path.name) or {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+            fsync(path)
+            files[path.name] = known.get(path.name) or {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
         state = {
             "epoch": epoch,
             "num_timesteps": model.num_timesteps,
@@ -117,13 +119,13 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
             **(extra or {}),
         }
         write_json_atomic(tmp / STATE, {**state, STATE_SHA256: state_digest(state)})
-        _fsync(tmp)
+        fsync(tmp)
         latest, previous = root / LATEST, root / PREVIOUS
         if latest.exists():
             shutil.rmtree(previous, ignore_errors=True)
             latest.rename(previous)
         tmp.rename(latest)
-        _fsync(root)
+        fsync(root)
         shutil.rmtree(previous, ignore_errors=True)
         return latest
     except BaseException:
@@ -296,7 +298,7 @@ def run_state_dir(run_dir: Path, recover: bool = True, resume: bool | None = Non
         if latest.exists():
             latest.rename(root / f"{TMP_PREFIX}damaged")
         best.rename(latest)
-        _fsync(root)
+        fsync(root)
     for path in candidates:
         if path.exists() and path != latest:
             shutil.rmtree(path, ignore_errors=True)
@@ -359,7 +361,7 @@ def verify_files(folder: Path) -> dict[str, Any]:
             raise
         raise _damaged(folder, "not a JSON object") from None
     for name, info in state["files"].items():
-        if _sha256(folder / name) != info["sha256"]:
+        if file_sha256(folder / name) != info["sha256"]:
             raise ResumeError(f"{folder / name} changed after it was written (its sha256 differs from {STATE}); a "
                               "run folder is trusted input and this file is a pickle, so it is not loaded. Restore "
                               "the file, or start a new run")

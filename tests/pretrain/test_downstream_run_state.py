@@ -8,7 +8,7 @@ import torch
 from stable_baselines3 import SAC
 
 import pretrain.downstream.evaluation as evaluation
-from pretrain.downstream import hierarchical_agent
+from pretrain.downstream import SACSettings, hierarchical_agent
 from pretrain.downstream.run_state import LATEST, PREVIOUS, load_run_state, quiet_logger, save_run_state
 from pretrain.downstream.runs import RunSpec, run
 
@@ -68,6 +68,26 @@ def test_a_killed_save_leaves_the_last_complete_state_and_other_settings_start_a
     assert not tmp_path.exists()
 
 
+def test_a_second_save_links_the_unchanged_replay_segments_and_a_changed_file_is_set_aside(tmp_path):
+    folder = tmp_path / "state"
+    agent = _trained_controller()
+    save_run_state(folder, agent, SETTINGS, {})
+    segments = sorted((folder / LATEST).glob("replay.*.npy"))
+    assert segments
+    inodes = {path.name: path.stat().st_ino for path in segments}
+    save_run_state(folder, agent, SETTINGS, {})  # nothing changed: every segment is the same file
+    assert {path.name: path.stat().st_ino for path in (folder / LATEST).glob("replay.*.npy")} == inodes
+    segment = segments[0].name
+    data = bytearray((folder / LATEST / segment).read_bytes())
+    data[-1] ^= 0xFF  # same size, one stored transition's value changed: it would load without complaint
+    (folder / LATEST / segment).unlink()  # (the file is a hard link: write a new one)
+    (folder / LATEST / segment).write_bytes(bytes(data))
+    fresh = hierarchical_agent("ant_multigoals", seed=0, learning_starts=16)
+    with pytest.warns(RuntimeWarning, match="cannot be resumed"):
+        assert load_run_state(folder, fresh, SETTINGS) is None
+    assert not folder.exists() and len(list(tmp_path.glob("state.damaged-*"))) == 1  # kept for a look, not deleted
+
+
 def test_an_on_policy_agent_comes_back_too(tmp_path):
     agent = hierarchical_agent("cheetah_hurdle", seed=0, n_envs=8)  # PPO over discrete skills: no replay buffer
     agent.set_logger(quiet_logger())
@@ -83,9 +103,13 @@ class _Stop(Exception):
     """Stands for a kill in the middle of a run."""
 
 
-@pytest.mark.parametrize(("task", "agent"), [("cheetah_goal", "flat"), ("ant_multigoals", "controller")])
-def test_a_stopped_run_goes_on_from_its_last_evaluation(tmp_path, monkeypatch, task, agent):
-    spec = RunSpec(task, agent, 0, "v0.3", steps=750, eval_every=250, eval_episodes=1, final_episodes=2)
+@pytest.mark.parametrize(("task", "agent", "protocol", "steps"), [("cheetah_goal", "flat", "v0.3", 750),
+                                                                  ("ant_multigoals", "controller", "paper", 4800)])
+def test_a_stopped_run_goes_on_from_its_last_evaluation(tmp_path, monkeypatch, task, agent, protocol, steps):
+    # The paper's controller: 8-episode epochs of 8 skills (1,600 low-level steps), here learning after 16 steps.
+    small = SACSettings(learning_starts=16, net_width=64, gradient_steps=8, buffer_size=10_000)
+    monkeypatch.setattr(SACSettings, "of_checkpoint", classmethod(lambda cls, config: small))
+    spec = RunSpec(task, agent, 0, protocol, steps=steps, eval_every=steps // 3, eval_episodes=1, final_episodes=2)
     out, states = tmp_path / "runs", tmp_path / "states"
     returns, calls = evaluation.agent_returns, []
 
@@ -112,3 +136,5 @@ def test_a_stopped_run_goes_on_from_its_last_evaluation(tmp_path, monkeypatch, t
     assert not states.exists() or not any(states.iterdir())  # a finished run's state is removed
     trained = SAC.load(out / row["agent_file"])  # the trained agent is kept beside its result
     assert trained.num_timesteps * row["low_level_steps_per_agent_step"] == row["final"]["steps"]
+    if protocol == "paper":  # it learned before the stop and after it
+        assert trained._n_updates > 0
