@@ -23,7 +23,6 @@ identity (another budget, a changed sweep file, other skills) is not resumed: th
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -38,34 +37,26 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from metra_gym.atomic_files import give_usual_mode, write_json_atomic
 from pretrain.algorithms.common.replay_segments import META as REPLAY_META
 from pretrain.algorithms.common.replay_segments import load_replay, save_replay
-from pretrain.run.run_state import file_sha256, fsync, process_rngs, restore_process_rngs
+from pretrain.run.run_state import (
+    LATEST,
+    PREVIOUS,
+    STATE,
+    TMP_PREFIX,
+    complete_state,
+    file_sha256,
+    fsync,
+    process_rngs,
+    put_in_place,
+    restore_process_rngs,
+)
 
 AGENT = "agent.zip"
-STATE = "state.json"
-LATEST = "latest"
-PREVIOUS = "previous"
-TMP_PREFIX = ".tmp-"
 
 
 def quiet_logger() -> Logger:
     """A logger that writes nothing. Set on an agent before ``learn``, it also keeps Stable-Baselines3 from making a
     fresh ``/tmp/SB3-<date>`` folder at every ``learn`` call (what it does for an agent without a log folder)."""
     return Logger(folder=None, output_formats=[])
-
-
-def _recorded(folder: Path) -> dict[str, Any] | None:
-    """The state of a folder whose ``state.json`` and every file it lists are there at their recorded sizes."""
-    try:
-        state = json.loads((folder / STATE).read_text())
-    except (OSError, ValueError):
-        return None
-    files = state.get("files") if isinstance(state, dict) else None
-    if not isinstance(files, dict) or AGENT not in files:
-        return None
-    if any(not (folder / name).is_file() or (folder / name).stat().st_size != info.get("bytes")
-           for name, info in files.items()):
-        return None
-    return state
 
 
 def save_run_state(folder: Path, agent: BaseAlgorithm, identity: dict[str, Any], row: dict[str, Any]) -> Path:
@@ -81,13 +72,14 @@ def save_run_state(folder: Path, agent: BaseAlgorithm, identity: dict[str, Any],
     for leftover in folder.glob(f"{TMP_PREFIX}*"):  # of a save killed before its renames
         shutil.rmtree(leftover, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder))
-    latest, previous = folder / LATEST, folder / PREVIOUS
+    latest = folder / LATEST
     try:
         give_usual_mode(tmp)
         agent.save(tmp / AGENT)  # Stable-Baselines3 leaves the replay buffer out: it is saved next
         known: dict[str, dict[str, Any]] = {}  # the segments' sizes and digests (unchanged ones are hard links)
         if isinstance(agent, OffPolicyAlgorithm):
-            known = save_replay(agent.replay_buffer, tmp, latest, (_recorded(latest) or {}).get("files"))
+            before = complete_state(latest, AGENT) or {}
+            known = save_replay(agent.replay_buffer, tmp, latest, before.get("files"))
         files = {}
         for path in sorted(tmp.iterdir()):
             fsync(path)
@@ -95,14 +87,7 @@ def save_run_state(folder: Path, agent: BaseAlgorithm, identity: dict[str, Any],
         write_json_atomic(tmp / STATE, {"identity": identity, "row": row, "num_timesteps": agent.num_timesteps,
                                         "action_space_rng": agent.action_space.np_random.bit_generator.state,
                                         **process_rngs(), "files": files})
-        fsync(tmp)
-        if latest.exists():
-            shutil.rmtree(previous, ignore_errors=True)
-            latest.rename(previous)
-        tmp.rename(latest)
-        fsync(folder)
-        shutil.rmtree(previous, ignore_errors=True)
-        return latest
+        return put_in_place(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -118,7 +103,8 @@ def load_run_state(folder: Path, agent: BaseAlgorithm, identity: dict[str, Any])
     :param agent: the run's agent as built afresh: its class, environment and device are the resumed agent's.
     """
     folder = Path(folder)
-    found = [(state, path) for path in (folder / LATEST, folder / PREVIOUS) if (state := _recorded(path)) is not None]
+    found = [(state, path) for path in (folder / LATEST, folder / PREVIOUS)
+             if (state := complete_state(path, AGENT)) is not None]
     if not found:
         return None
     state, path = found[0]

@@ -119,18 +119,25 @@ def save_run_state(run_dir: Path, model, tracker: CoverageTracker, epoch: int, s
             **(extra or {}),
         }
         write_json_atomic(tmp / STATE, {**state, STATE_SHA256: state_digest(state)})
-        fsync(tmp)
-        latest, previous = root / LATEST, root / PREVIOUS
-        if latest.exists():
-            shutil.rmtree(previous, ignore_errors=True)
-            latest.rename(previous)
-        tmp.rename(latest)
-        fsync(root)
-        shutil.rmtree(previous, ignore_errors=True)
-        return latest
+        return put_in_place(tmp, root)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def put_in_place(tmp: Path, root: Path) -> Path:
+    """Make the finished temporary state folder ``tmp`` the ``latest`` one in ``root`` (also the downstream runs' save,
+    :mod:`pretrain.downstream.run_state`): two renames, ``latest`` -> ``previous`` then ``tmp`` -> ``latest``, so that
+    a kill at any moment leaves a complete state behind; then ``previous`` goes. Returns ``root/latest``."""
+    fsync(tmp)
+    latest, previous = root / LATEST, root / PREVIOUS
+    if latest.exists():
+        shutil.rmtree(previous, ignore_errors=True)
+        latest.rename(previous)
+    tmp.rename(latest)
+    fsync(root)
+    shutil.rmtree(previous, ignore_errors=True)
+    return latest
 
 
 def _recorded_files(folder: Path) -> dict[str, dict[str, Any]]:
@@ -146,7 +153,7 @@ def remove_leftovers(root: Path) -> None:
     """Before a save: remove what earlier saves that were killed left in ``run_state/``. Temporaries that never
     finished always go; ``previous`` and finished temporaries go when ``latest`` is complete (the saving process
     holds newer state, and ``--resume`` would have taken ``latest``), and are kept otherwise."""
-    latest_complete = _complete(root / LATEST) is not None
+    latest_complete = complete_state(root / LATEST) is not None
     for path in [root / PREVIOUS, *root.glob(f"{TMP_PREFIX}*")]:
         if not path.exists() and not path.is_symlink():
             continue
@@ -220,14 +227,15 @@ class RunFolderLock:
 # --- finding and checking ---------------------------------------------------------------------------------------
 
 
-def _complete(folder: Path) -> dict[str, Any] | None:
-    """The state of a folder whose files are all there with their recorded sizes, else None (cheap check)."""
+def complete_state(folder: Path, model_file: str = "model.zip") -> dict[str, Any] | None:
+    """The state of a folder whose files are all there with their recorded sizes, else None (cheap check); a state
+    holds ``model_file`` (the downstream runs' states name theirs ``agent.zip``)."""
     try:
         state = json.loads((folder / STATE).read_text())
     except (OSError, ValueError):
         return None
     files = state.get("files") if isinstance(state, dict) else None
-    if not isinstance(files, dict) or "model.zip" not in files:
+    if not isinstance(files, dict) or model_file not in files:
         return None
     for name, info in files.items():
         path = folder / name
@@ -264,7 +272,7 @@ def run_state_dir(run_dir: Path, recover: bool = True, resume: bool | None = Non
                           "--run-dir`")
     latest = root / LATEST
     candidates = [p for p in [latest, root / PREVIOUS, *sorted(root.glob(f"{TMP_PREFIX}*"))] if p.is_dir()]
-    complete = [(state["epoch"], p) for p in candidates if (state := _complete(p)) is not None]
+    complete = [(state["epoch"], p) for p in candidates if (state := complete_state(p)) is not None]
     for epoch, path in complete:  # the newest is chosen by its epoch
         if type(epoch) is not int or epoch < 0:
             raise _damaged(path, f"epoch must be an integer >= 0, got {epoch!r}")
