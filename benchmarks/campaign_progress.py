@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, evaluate_checkpoint
+from pretrain.project_paths import snapshot_name
 
 OUT = Path("benchmarks/results/campaigns")
 
@@ -44,7 +45,7 @@ def _metric(rows: list[dict]) -> str:
 def rule_pick(rows: list[dict], snapshots: list[str]) -> dict | None:
     """The rule's snapshot among ``snapshots`` (folder names ``epoch_NNNNNN``), from the training evaluations."""
     metric = _metric(rows)
-    by_epoch = {f"epoch_{int(row['epoch']):06d}": int(row[metric]) for row in rows}
+    by_epoch = {snapshot_name(int(row["epoch"])): int(row[metric]) for row in rows}
     scored = [(by_epoch[name], name) for name in snapshots if name in by_epoch]
     if not scored:
         return None

@@ -8,6 +8,11 @@ from pathlib import Path
 SNAPSHOTS = "snapshots"  # a run folder's skill snapshots: RUN/snapshots/epoch_NNNNNN
 
 
+def snapshot_name(epoch: int) -> str:
+    """The folder name of a run's skill snapshot at ``epoch`` (``RUN/snapshots/epoch_NNNNNN``)."""
+    return f"epoch_{epoch:06d}"
+
+
 def project_path(path: str | Path) -> str:
     """``path`` relative to the working directory when it lies under it, else its last part (``runs/ant-s0`` for
     ``/work/project/runs/ant-s0`` run from ``/work/project``; ``ant-s0`` from elsewhere)."""

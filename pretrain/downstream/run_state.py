@@ -98,7 +98,7 @@ def load_run_state(folder: Path, agent: BaseAlgorithm, identity: dict[str, Any])
     """The agent and row of the newest complete run state in ``folder`` saved with this ``identity``, or None when
     there is none: then the run starts afresh. A state of another identity is removed; a state that cannot be loaded
     (a file changed since it was written, an agent that no longer fits the environment) is moved aside to
-    ``folder/damaged-<time>`` with a warning, so that the run goes on rather than failing at every retry.
+    ``<folder>.damaged-<time>`` beside it with a warning, so that the run goes on rather than failing at every retry.
 
     :param agent: the run's agent as built afresh: its class, environment and device are the resumed agent's.
     """

@@ -20,7 +20,7 @@ from metra_gym.atomic_files import write_json_atomic, write_text_atomic
 from metra_gym.registration import TASK_SUCCESS_KEY
 from pretrain.algorithms.common.skill_export import export_model
 from pretrain.config import PretrainConfig
-from pretrain.project_paths import SNAPSHOTS
+from pretrain.project_paths import SNAPSHOTS, snapshot_name
 from pretrain.run.coverage import CoverageTracker, SkillRollouts, plot_trajectories, policy_coverage
 from pretrain.run.run_folder import HISTORY, read_history
 from pretrain.run.run_state import save_run_state
@@ -183,7 +183,7 @@ class Snapshots:
         self.run_dir, self.config, self.clock, self.tracker = Path(run_dir), config, clock, tracker
 
     def __call__(self, model, epoch: int) -> None:
-        export_model(model, self.config, self.run_dir / SNAPSHOTS / f"epoch_{epoch:06d}",
+        export_model(model, self.config, self.run_dir / SNAPSHOTS / snapshot_name(epoch),
                      {"run": self.run_dir.name, "env_steps": int(model.num_timesteps), "epochs": epoch,
                       "policy_coverage": None, "wall_clock_h": round(self.clock() / 3600, 3),
                       "command": "snapshot during training",
