@@ -38,6 +38,7 @@ phi takes the width of phi (``phi_width``, else ``net_width``) x ``net_layers`` 
 | hidden layers of phi | the run's (``phi_width`` x ``net_layers``) | two of ``hidden_dim: 1024`` |
 | learning rate | the run's (``learning_rate``) | ``lr: 1e-4`` |
 | neighbours k | 12 (``aps_knn_k``; at most the batch size) | ``knn_k: 12``, ``knn_avg: true`` |
+| particles (the minibatch) | the run's ``batch_size`` (256) | ``batch_size: 1024`` |
 | distances divided by their running mean | yes (``aps_knn_rms``) | ``knn_rms: true`` |
 | clip c | 0.0001 (``aps_knn_clip``) | ``knn_clip: 0.0001`` |
 """

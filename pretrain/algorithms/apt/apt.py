@@ -31,6 +31,7 @@ networks' learning rate:
 | hidden layers of f and g | the run's (``phi_width`` x ``net_layers``) | one of ``hidden_dim: 1024`` |
 | learning rate | the run's (``learning_rate``) | ``lr: 1e-4`` |
 | neighbours k | 12 (``apt_knn_k``; at most the batch size) | ``knn_k: 12``, ``knn_avg: true`` |
+| particles (the minibatch) | the run's ``batch_size`` (256) | ``batch_size: 1024`` |
 | distances divided by their running mean | no (``apt_knn_rms``) | ``knn_rms: false`` |
 | clip c | 0 (``apt_knn_clip``) | ``knn_clip: 0.0`` |
 """

@@ -22,6 +22,12 @@ agents (prior p(z' | s, a), posterior q(z' | s, a, s'), reconstruction p(s' | z'
 
       r = KL(q(z' | s, a, s') || p(z' | s, a)) = 1/2 ||mu_q(s, a, s') - mu_p(s, a)||^2
 
+Also differing: the model-free port decodes the posterior mean mu_q rather than a sample (here a sample, as the
+lower bound and DreamerV2's decoder do, so mu_q carries s' against unit noise and the KL, the reward, grows with
+the information s' needs); mastering-urlb divides the reward by a running mean of |r| and uses DreamerV2's free
+nats (1) and KL balancing (0.8), which the port does not and neither does this (SAC's entropy weight adapts to the
+raw scale); every network takes the run's ``init`` (the port: orthogonal weights).
+
 An exploration method has no skill: the policy is pi(a | s) (``skill_dim`` 0), and its export is a plain policy.
 
 Settings. The backbone (SAC here; DreamerV2's actor-critic in mastering-urlb) and its learning rates, widths, batch

@@ -34,6 +34,7 @@ learning rate:
 | learning rate | the run's (``learning_rate``) | ``lr: 1e-4`` |
 | observation clip | 5 (``rnd_obs_clip``) | ``clip_val=5.`` |
 | reward scale c | 1 (``rnd_scale``) | ``rnd_scale: 1.0`` |
+| initial weights (also the frozen target's) | the run's ``init`` (PyTorch's default) | orthogonal, zero biases (``utils.weight_init``) |
 """
 
 from __future__ import annotations
