@@ -31,7 +31,7 @@ from pathlib import Path
 
 def _sweep(args: argparse.Namespace) -> int:
     from pretrain.config import ConfigError
-    from pretrain.downstream.sweep import read_sweep_file, sweep
+    from pretrain.downstream.sweep import read_sweep_file, select, sweep
     from pretrain.sweep.ray_runner import SweepInterrupted
 
     command = " ".join(["python", *sys.argv])
@@ -42,7 +42,7 @@ def _sweep(args: argparse.Namespace) -> int:
         if args.seeds is not None:
             specs = [spec for spec in specs if spec.seed in args.seeds]
         if args.only:
-            specs = [spec for spec in specs if {spec.task, spec.agent, str(spec.protocol)} & set(args.only)]
+            specs = select(specs, args.only)
         if not specs:
             raise ConfigError("--seeds / --only select no run of the sweep file")
         outcomes = sweep(specs, args.run_root, args.cpus_per_run, args.address,
@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     sweep.add_argument("--cpus-per-run", type=int, default=1)
     sweep.add_argument("--address", help="a Ray cluster to join (default: Ray on this machine)")
     sweep.add_argument("--seeds", type=int, nargs="+", help="only these seeds of the file")
-    sweep.add_argument("--only", nargs="+", help="only runs of these tasks, agents or protocols")
+    sweep.add_argument("--only", nargs="+", help="only runs of these tasks, agents or protocols (names of one kind "
+                       "add up, kinds narrow down: `--only controller paper` is the paper's controller alone)")
     for flag, what in (("--steps", "every task's budget of low-level steps"), ("--eval-every", "low-level steps"),
                        ("--eval-episodes", "episodes"), ("--final-episodes", "episodes")):
         sweep.add_argument(flag, type=int, help=f"replaces the file's ({what})")

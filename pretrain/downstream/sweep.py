@@ -38,7 +38,7 @@ from pretrain.config import ConfigError
 from pretrain.downstream.protocol import PROTOCOLS, TASKS
 from pretrain.downstream.reference import REFERENCES
 from pretrain.downstream.run_state import remove_run_state
-from pretrain.downstream.runs import LEARNED, RunSpec, is_finished, read_run
+from pretrain.downstream.runs import AGENTS, LEARNED, RunSpec, is_finished, read_run
 
 TOP_KEYS = ("seeds", "tasks", "agents", "eval_every", "eval_episodes", "final_episodes")
 RUNS = "runs"  # RUN_ROOT/runs/NAME.json
@@ -114,6 +114,28 @@ def read_sweep_file(path: str | Path, overrides: dict[str, int] | None = None) -
                for seed in seeds for name, steps in tasks.items() for agent, protocol_name in runs_of
                if protocol_name is not None]
     return references + learned
+
+
+def select(specs: list[RunSpec], only: list[str]) -> list[RunSpec]:
+    """The runs of ``specs`` that ``only`` names: names of one kind (tasks; agents; protocols) add up, kinds narrow
+    down, so ``["controller", "flat"]`` keeps both learned agents and ``["controller", "paper"]`` the paper's
+    controller alone (not flat SAC under the paper's protocol, nor the ``v0.3`` controller).
+
+    :raises ConfigError: for a name that is no task, agent or protocol, or when nothing is left.
+    """
+    kinds = {"task": set(TASKS), "agent": set(AGENTS), "protocol": set(PROTOCOLS)}
+    wanted: dict[str, set[str]] = {}
+    for name in only:
+        kind = next((kind for kind, names in kinds.items() if name in names), None)
+        if kind is None:
+            raise ConfigError(f"--only {name!r} is no task, agent or protocol; the tasks are "
+                              f"{', '.join(sorted(TASKS))}, the agents {', '.join(AGENTS)}, the protocols "
+                              f"{', '.join(sorted(PROTOCOLS))}")
+        wanted.setdefault(kind, set()).add(name)
+    kept = [spec for spec in specs if all(getattr(spec, kind) in names for kind, names in wanted.items())]
+    if not kept:
+        raise ConfigError(f"--only {' '.join(only)} selects no run of the sweep file")
+    return kept
 
 
 @dataclass

@@ -9,7 +9,7 @@ import pytest
 
 from pretrain.config import ConfigError
 from pretrain.downstream.runs import RunSpec
-from pretrain.downstream.sweep import read_sweep_file
+from pretrain.downstream.sweep import read_sweep_file, select
 from pretrain.downstream.verdict import gather, interval, verdicts, write_summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +105,24 @@ def test_a_sweep_file_lists_references_first_then_learned_runs_seed_by_seed(tmp_
     small = read_sweep_file(path, {"steps": 100, "final_episodes": 3, "eval_every": 50, "eval_episodes": None})
     assert {s.steps for s in small if s.protocol} == {100} and {s.final_episodes for s in small} == {3}
     assert read_sweep_file(ROOT / "benchmarks" / "downstream.yaml")  # the campaign's file reads
+
+
+
+def test_only_adds_up_names_of_one_kind_and_narrows_down_across_kinds():
+    specs = read_sweep_file(ROOT / "benchmarks" / "downstream.yaml")
+
+    def names(only):
+        return {spec.name.rsplit("-seed=", 1)[0] for spec in select(specs, only)}
+
+    assert names(["controller", "paper"]) == {f"{t}-controller-paper" for t in
+                                              ("ant_multigoals", "cheetah_goal", "cheetah_hurdle", "quadruped_goal")}
+    assert names(["controller", "flat", "cheetah_goal"]) == {"cheetah_goal-controller-paper",
+                                                             "cheetah_goal-controller-v0.3", "cheetah_goal-flat-paper"}
+    assert names(["random", "untrained", "ant_multigoals"]) == {"ant_multigoals-random", "ant_multigoals-untrained"}
+    with pytest.raises(ConfigError, match="'contoller' is no task, agent or protocol"):
+        select(specs, ["contoller"])
+    with pytest.raises(ConfigError, match="selects no run"):
+        select(specs, ["random", "paper"])  # a reference controller has no protocol
 
 
 @pytest.mark.parametrize(("text", "message"), [
