@@ -9,7 +9,13 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
 - held-out policy coverage of its last snapshot (48 skills and reset seeds not used in training,
   ``--held-out-seed``), as ``benchmarks/learning_speed.py`` evaluates snapshots;
 - zero-shot goal reaching of that snapshot (``--goals`` goals, the same for every method) for the methods that
-  define it: METRA and LSD (phi), DIAYN (q(z | g), the paper's comparison).
+  define it: METRA and LSD (phi), DIAYN (q(z | g), the paper's comparison);
+- held-out policy coverage at equal env steps: of every run's snapshots at multiples of ``--held-out-every`` epochs
+  (every method's epoch is 8 episodes of 200 steps, so equal epochs are equal env steps), over seeds in the group's
+  ``held_out_curve``, drawn against env steps and idle hours in ``held_out.png`` (the paper's axis for skill
+  methods is env steps) and tabled in ``table.md``. Each snapshot is evaluated once: its number is kept in
+  ``OUT/held_out_snapshots/NAME.json`` with the snapshot's weights digest, and read back where the run folder is
+  gone.
 
 Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
 evaluation rows and end-of-run numbers go to ``OUT/finished_runs/NAME.json``, read back where the run folder is
@@ -39,8 +45,10 @@ from learning_speed import held_out  # noqa: E402  (benchmarks/ is this script's
 from metra_gym.atomic_files import write_json_atomic, write_text_atomic  # noqa: E402
 from metra_gym.skill_checkpoint.format import CheckpointError  # noqa: E402
 from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED  # noqa: E402
+from pretrain.project_paths import snapshot_name  # noqa: E402
 from pretrain.run.run_folder import read_history  # noqa: E402
-from pretrain.sweep.summary import summarize, write_summary  # noqa: E402
+from pretrain.sweep.summary import plot, summarize, write_summary  # noqa: E402
+from pretrain.sweep.summary import spread as over_seeds  # noqa: E402
 from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
 
 # Zero-shot goal reaching: phi's differences point at goals (METRA, LSD); DIAYN picks the skill q(z | g) finds
@@ -48,11 +56,30 @@ from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
 GOAL_METHODS = ("metra", "lsd", "diayn")
 # The paper's qualitative result (METRA, ICLR 2024, state Ant and HalfCheetah), written beside ours.
 PAPER_ORDERING = "METRA best; LSD second on Ant; DIAYN and DADS low without an x-y prior"
+# Epochs between the snapshots evaluated held out along each run: 0.4 M env steps (1.6 M, DADS's extended budget
+# and the exploration runs' equal-steps point, is the fourth).
+HELD_OUT_EVERY = 250
 
 
 def last_snapshot(run_dir: Path) -> Path | None:
     snapshots = sorted((run_dir / "snapshots").glob("epoch_*"))
     return snapshots[-1] if snapshots else None
+
+
+def hours_of_epochs(run_dir: Path, seconds: float | None):
+    """A run's hours at an epoch: the idle estimate (epochs x ``seconds``) where the sweep file gives one, else the
+    run's own wall clock."""
+    if seconds:
+        def hours_of_epoch(epoch: int) -> float:
+            return epoch * seconds / 3600
+    else:
+        rows = read_history(run_dir)
+        epochs = [row["epoch"] for row in rows]
+        wall = [row["wall_clock_s"] / 3600 for row in rows]
+
+        def hours_of_epoch(epoch: int) -> float:
+            return float(np.interp(epoch, epochs, wall))
+    return hours_of_epoch
 
 
 def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_goal_skill: bool
@@ -61,16 +88,7 @@ def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_
     snapshot = last_snapshot(run_dir)
     if snapshot is None:
         return None
-    rows = read_history(run_dir)
-    if seconds:
-        def hours_of_epoch(epoch: int) -> float:
-            return epoch * seconds / 3600
-    else:
-        epochs = [row["epoch"] for row in rows]
-        wall = [row["wall_clock_s"] / 3600 for row in rows]
-
-        def hours_of_epoch(epoch: int) -> float:
-            return float(np.interp(epoch, epochs, wall))
+    hours_of_epoch = hours_of_epochs(run_dir, seconds)
     end = hours_of_epoch(int(snapshot.name.split("_")[1]))
     points = held_out(run_dir, [end], seed, hours_of_epoch)
     if not points:
@@ -85,6 +103,71 @@ def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_
         point["goal_distance"] = {"mean": round(float(reached["mean"]), 2),
                                   "ci95": [round(float(v), 2) for v in reached["ci95"]], "goals": goals}
     return point
+
+
+def snapshot_digest(snapshot: Path) -> str:
+    return json.loads((snapshot / "config.json").read_text())["weights_sha256"]
+
+
+def held_out_along(run_dir: Path, seconds: float | None, seed: int, every: int, kept: Path,
+                   measured: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Held-out policy coverage of a run's snapshots at multiples of ``every`` epochs, each point as
+    :func:`learning_speed.held_out` gives it. A snapshot is evaluated once: ``kept`` (a JSON file) holds the points
+    with each snapshot's weights digest; a kept point counts while the folder holds that same snapshot, or holds no
+    snapshot as far on (a folder gone, or a run started afresh that has not caught up, as the summary reads kept
+    evaluation rows).
+
+    :param measured: a point of this folder measured just now (the end of the run), not measured again.
+    """
+    record = json.loads(kept.read_text()) if kept.is_file() else {}
+    points = {p["epoch"]: p for p in record.get("points", []) if record.get("seed") == seed}
+    if measured is not None and "weights_sha256" in measured:
+        points[measured["epoch"]] = measured
+    snapshots = {int(s.name.split("_")[1]): s for s in (run_dir / "snapshots").glob("epoch_*")}
+    wanted = sorted(epoch for epoch in snapshots if epoch % every == 0 and epoch > 0)
+    if not wanted or (points and max(points) > wanted[-1]):
+        return [points[epoch] for epoch in sorted(points)]
+    hours_of_epoch = hours_of_epochs(run_dir, seconds)
+    fresh = {}
+    for epoch in wanted:
+        point = points.get(epoch)
+        if point is None or point.get("weights_sha256") != snapshot_digest(snapshots[epoch]):
+            [point] = held_out(run_dir, [hours_of_epoch(epoch)], seed, hours_of_epoch)
+            point["weights_sha256"] = snapshot_digest(snapshots[epoch])
+        fresh[epoch] = point
+        write_json_atomic(kept, {"seed": seed, "every": every, "points": [fresh[e] for e in sorted(fresh)]})
+    return [fresh[epoch] for epoch in wanted]
+
+
+def held_out_curve(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Over seeds, at each epoch some run has a held-out point: env steps, hours, mean, spread and the values."""
+    curve = []
+    for epoch in sorted({point["epoch"] for points in runs for point in points}):
+        at = [point for points in runs for point in points if point["epoch"] == epoch]
+        values = [point["held_out_policy_coverage"] for point in at]
+        curve.append({"epoch": epoch, "env_steps": int(np.mean([point["env_steps"] for point in at])),
+                      "hours": round(float(np.mean([point["hours"] for point in at])), 3), **spread(values)})
+    return curve
+
+
+def held_out_table(summary: dict[str, Any], every: int) -> list[str]:
+    """Markdown lines: per env, held-out policy coverage at equal env steps, a column per evaluated epoch."""
+    lines = []
+    for env in dict.fromkeys(group["env"] for group in summary["groups"]):
+        groups = [g for g in summary["groups"] if g["env"] == env and g.get("held_out_curve")]
+        steps = {p["epoch"]: p["env_steps"] for g in groups for p in g["held_out_curve"]}
+        if not steps:
+            continue
+        epochs = sorted(steps)
+        lines += ["", f"Held out at equal env steps, {env} (snapshots every {every} epochs; mean (per seed)):", "",
+                  "| method | " + " | ".join(f"{steps[e] / 1e6:.1f} M" for e in epochs) + " |",
+                  "|---" * (len(epochs) + 1) + "|"]
+        for group in groups:
+            at = {p["epoch"]: p for p in group["held_out_curve"]}
+            cells = [f"{at[e]['mean']:.0f} ({', '.join(str(v) for v in at[e]['values'])})" if e in at else "-"
+                     for e in epochs]
+            lines.append(f"| {group['method']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def read_kept(folder: Path) -> dict[str, dict[str, Any]]:
@@ -120,9 +203,8 @@ def carry_gone_groups(summary: dict[str, Any], earlier: Path) -> list[str]:
 
 
 def spread(values: list[float]) -> dict[str, Any]:
-    array = np.asarray(values, dtype=float)
-    return {"values": values, "n": len(values), "mean": round(float(array.mean()), 1),
-            "std": round(float(array.std(ddof=1)), 1) if len(values) > 1 else 0.0}
+    """The values and their spread over seeds (the sweep summary's)."""
+    return {"values": values, **over_seeds(values)}
 
 
 def ordering(summary: dict[str, Any]) -> list[str]:
@@ -150,6 +232,8 @@ def main() -> None:
     parser.add_argument("--held-out-seed", type=int, default=HELD_OUT_SEED)
     parser.add_argument("--goals", type=int, default=50, help="zero-shot goals per METRA / LSD / DIAYN run (0: none)")
     parser.add_argument("--no-held-out", action="store_true", help="the training evaluation only (fast)")
+    parser.add_argument("--held-out-every", type=int, default=HELD_OUT_EVERY,
+                        help="epochs between the snapshots evaluated held out along each run (equal env steps)")
     args = parser.parse_args()
     read = read_sweep_file(args.sweep_file)
     kept_folder = args.out / "finished_runs"
@@ -179,6 +263,8 @@ def main() -> None:
                     run["held_out_error"] = str(error).splitlines()[0]
                     print(f"  {name}: no held-out evaluation: {run['held_out_error']}", flush=True)
                 if point is not None:
+                    point["weights_sha256"] = snapshot_digest(Path(run["run_dir"]) / "snapshots" /
+                                                              snapshot_name(point["epoch"]))
                     run["held_out"] = point
             earlier = kept.get(name, {}).get("held_out") or {}
             if point is None and earlier.get("epoch") == run["last"].get("epoch"):  # kept from this run's end
@@ -192,6 +278,18 @@ def main() -> None:
                                  "epochs": [p["epoch"] for p in measured],
                                  "env_steps": float(np.mean([p["env_steps"] for p in measured])),
                                  "hours": float(np.mean([p["hours"] for p in measured]))}
+        along = []
+        for run in group["runs"]:
+            name = Path(run["run_dir"]).name
+            kept_points = args.out / "held_out_snapshots" / f"{name}.json"
+            if args.no_held_out:  # what was measured before only
+                record = json.loads(kept_points.read_text()) if kept_points.is_file() else {}
+                along.append(record.get("points", []))
+            else:
+                along.append(held_out_along(Path(run["run_dir"]), seconds, args.held_out_seed, args.held_out_every,
+                                            kept_points, run.get("held_out")))
+        if any(along):
+            group["held_out_curve"] = held_out_curve(along)
         distances = [p["goal_distance"]["mean"] for p in measured if "goal_distance" in p]
         if distances:
             group["goal_distance"] = spread(distances)
@@ -205,13 +303,18 @@ def main() -> None:
                  for g in summary["groups"] if "goal_distance" in g]
     if goal_rows:
         notes += ["", "Zero-shot goal reaching (last snapshot):", *goal_rows]
+    notes += held_out_table(summary, args.held_out_every)
+    figures = ["figure.png", *(["total_coverage.png"] if (out / "total_coverage.png").is_file() else [])]
+    if any(group.get("held_out_curve") for group in summary["groups"]):
+        plot(summary, out / "held_out.png", "held_out_curve", "held-out policy coverage (bins)")
+        figures.append("held_out.png")
     table = (out / "table.md").read_text() + "\n".join(notes) + "\n"
     write_text_atomic(out / "table.md", table)
     summary_file = out / "summary.json"
     write_text_atomic(summary_file, json.dumps({**json.loads(summary_file.read_text()), "table": table}, indent=1)
                       + "\n")
     print(table)
-    print(f"wrote {out / 'summary.json'}, figure.png and table.md")
+    print(f"wrote {out / 'summary.json'}, table.md, {', '.join(figures)}")
 
 
 if __name__ == "__main__":

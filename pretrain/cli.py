@@ -290,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="values to try for a key (repeatable)")
     sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run (repeatable)")
     sweep.add_argument("--only", action="append", metavar="LABEL", help="with a sweep file: run only this env or "
-                                                                         "method (repeatable)")
+                                                                         "method (repeatable: envs add up, methods add "
+                                                                         "up, the two narrow down)")
     sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run: its torch threads, less one per overlapped-collector worker")
     sweep.add_argument("--address", help="a Ray cluster to join ('auto' or HOST:PORT); default: Ray on this machine")
     sweep.set_defaults(func=_sweep)

@@ -1,6 +1,8 @@
 """The summary of a sweep over seeds: per env and method, the policy coverage curve (mean, sample standard
 deviation, min and max over seeds at each evaluation), the coverage at the end, and one figure with a band per
-method, written as ``summary.json``, ``figure.png`` and ``table.md``.
+method, written as ``summary.json``, ``figure.png`` and ``table.md``; the total coverage (bins of every training
+trajectory so far, the paper's measure for the pure exploration methods) likewise, as ``total_curve`` and
+``total_coverage.png``.
 
 Read from the run folders (``eval/coverage.json``), so it can be written at any time, also while the sweep
 runs; a finished run whose folder is gone or behind (run states do not outlive every machine) can be given as its
@@ -21,6 +23,9 @@ from pretrain.sweep.trials import Trial
 
 METRIC = ("policy coverage: 48 deterministic skills x one episode, 1 x 1 m x-y bins (HalfCheetah: x), the training "
           "evaluation of each run (eval/coverage.json)")
+# A group's curves over seeds: its key in the summary, the evaluation rows' key it is made of, the figure's axis.
+CURVES = {"curve": ("policy_coverage", "policy coverage (bins)"),
+          "total_curve": ("total_coverage", "total coverage: bins of all training trajectories")}
 
 
 def _history(run_dir: Path) -> list[dict[str, Any]]:
@@ -33,7 +38,8 @@ def _history(run_dir: Path) -> list[dict[str, Any]]:
         return []
 
 
-def _spread(values: list[float]) -> dict[str, float]:
+def spread(values: list[float]) -> dict[str, float]:
+    """Over seeds: how many, the mean, the sample standard deviation (ddof 1), the lowest and the highest."""
     array = np.asarray(values, dtype=float)
     return {"n": len(values), "mean": round(float(array.mean()), 1),
             "std": round(float(array.std(ddof=1)), 1) if len(values) > 1 else 0.0,
@@ -62,11 +68,14 @@ def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: 
             return round(epoch * seconds / 3600, 3)
         return round(float(np.mean([row["wall_clock_s"] for row in rows])) / 3600, 3)
 
-    curve = []
+    curves: dict[str, list[dict[str, Any]]] = {name: [] for name in CURVES}
     for epoch in sorted(set().union(*histories)):
         rows = [history[epoch] for history in histories if epoch in history]
-        curve.append({"epoch": epoch, "env_steps": int(np.mean([row["env_steps"] for row in rows])),
-                      "hours": hours(epoch, rows), **_spread([row["policy_coverage"] for row in rows])})
+        for name, (key, _) in CURVES.items():
+            values = [row[key] for row in rows if row.get(key) is not None]  # total coverage: not in older rows
+            if values:
+                curves[name].append({"epoch": epoch, "env_steps": int(np.mean([row["env_steps"] for row in rows])),
+                                     "hours": hours(epoch, rows), **spread(values)})
     # The end that every seed has reached, so that the mean is over all of them.
     common = [set(history) for history in histories]
     shared = sorted(set.intersection(*common)) if common and all(common) else []
@@ -75,10 +84,10 @@ def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: 
         rows = [history[shared[-1]] for history in histories]
         final = {"epoch": shared[-1], "env_steps": int(np.mean([row["env_steps"] for row in rows])),
                  "hours": hours(shared[-1], rows), "values": [row["policy_coverage"] for row in rows],
-                 **_spread([row["policy_coverage"] for row in rows])}
+                 **spread([row["policy_coverage"] for row in rows])}
     return {"env": env, "method": method, "seeds": [trial.seed for trial in trials],
             "finished_seeds": sum(run["finished"] for run in runs), "epoch_seconds": seconds, "runs": runs,
-            "curve": curve, "final": final}
+            **curves, "final": final}
 
 
 def summarize(trials: list[Trial], run_root: str | Path,
@@ -125,26 +134,32 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(summary: dict[str, Any], path: Path) -> None:
+def plot(summary: dict[str, Any], path: Path, curve_key: str = "curve", ylabel: str = CURVES["curve"][1]) -> None:
     """Coverage against env steps and against hours, one row per env, a mean line and a min-max band per method
-    (a dot with the standard deviation: held out at the end, where measured)."""
+    (a dot with the standard deviation: held out at the end, where measured).
+
+    :param curve_key: which curve of each group (a key of :data:`CURVES`, or one a caller added to the groups with
+        the same fields: ``epoch``, ``env_steps``, ``hours``, ``mean``, ``min``, ``max``).
+    :param ylabel: what that curve measures.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    envs = list(dict.fromkeys(group["env"] for group in summary["groups"]))
+    envs = list(dict.fromkeys(group["env"] for group in summary["groups"] if group.get(curve_key)))
     methods = list(dict.fromkeys(group["method"] for group in summary["groups"]))
     colors = {method: plt.get_cmap("tab10")(index % 10) for index, method in enumerate(methods)}
     fig, axes = plt.subplots(len(envs), 2, figsize=(11, 4 * len(envs)), squeeze=False)
     for row, env in enumerate(envs):
         by_steps, by_hours = axes[row]
-        for group in (g for g in summary["groups"] if g["env"] == env and g["curve"]):
-            curve = group["curve"]
+        for group in (g for g in summary["groups"] if g["env"] == env and g.get(curve_key)):
+            curve = group[curve_key]
             mean = [point["mean"] for point in curve]
             low, high = [point["min"] for point in curve], [point["max"] for point in curve]
             label = f"{group['method']} ({group['finished_seeds']} of {len(group['seeds'])} seeds finished)"
-            final, held = group["final"], group.get("held_out")  # held out: added by benchmarks/comparison.py
+            final = group["final"]
+            held = group.get("held_out") if curve_key == "curve" else None  # added by benchmarks/comparison.py
             for ax, x, key, scale in ((by_steps, [p["env_steps"] / 1e6 for p in curve], "env_steps", 1e6),
                                       (by_hours, [p["hours"] for p in curve], "hours", 1.0)):
                 ax.plot(x, mean, color=colors[group["method"]], lw=1.8, label=label)
@@ -152,9 +167,9 @@ def plot(summary: dict[str, Any], path: Path) -> None:
                 if held and (key in held or final):  # at the held-out runs' own ends where given
                     ax.errorbar(held.get(key, final and final[key]) / scale, held["mean"], yerr=held["std"], fmt="o",
                                 capsize=3, color=colors[group["method"]])
-        by_steps.set(xlabel="env steps (millions)", ylabel="policy coverage (bins)", title=f"{env}: per env step")
+        by_steps.set(xlabel="env steps (millions)", ylabel=ylabel, title=f"{env}: per env step")
         by_hours.set(xlabel="hours (" + ("idle estimate" if summary["hours"].startswith("idle") else "wall clock")
-                     + ")", ylabel="policy coverage (bins)", title=f"{env}: per hour")
+                     + ")", ylabel=ylabel, title=f"{env}: per hour")
         for ax in (by_steps, by_hours):
             ax.set_xlim(left=0)
             ax.grid(alpha=0.3)
@@ -165,7 +180,8 @@ def plot(summary: dict[str, Any], path: Path) -> None:
 
 
 def write_summary(summary: dict[str, Any], out: str | Path) -> Path:
-    """``summary.json``, ``figure.png`` and ``table.md`` in ``out``."""
+    """``summary.json``, ``figure.png`` and ``table.md`` in ``out``, and ``total_coverage.png`` where the runs log
+    total coverage."""
     from metra_gym.atomic_files import write_text_atomic
 
     out = Path(out)
@@ -174,4 +190,6 @@ def write_summary(summary: dict[str, Any], out: str | Path) -> Path:
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")  # the only copy of carried groups
     write_text_atomic(out / "table.md", summary["table"])
     plot(summary, out / "figure.png")
+    if any(group.get("total_curve") for group in summary["groups"]):
+        plot(summary, out / "total_coverage.png", "total_curve", CURVES["total_curve"][1])
     return out

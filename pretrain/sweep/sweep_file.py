@@ -117,7 +117,8 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
 
     :param path: the YAML file.
     :param overrides: ``key=value`` settings of every trial (the command line's ``--set``).
-    :param only: env and method labels to keep (all when None).
+    :param only: env and method labels to keep (all when None): labels of one kind add up, the two kinds narrow
+        down (``["ant", "cic", "dads"]``: CIC and DADS on Ant only).
     """
     path = Path(path)
     refuse_sweep_keys([item.split("=", 1)[0].strip() for item in overrides or []], "--set")
@@ -198,6 +199,7 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
 
     trials, epoch_seconds = [], {}
     config_names, env_budgets = {}, {}
+    only_envs, only_methods = [n for n in only or [] if n in envs], [n for n in only or [] if n in methods]
     for env, config in envs.items():
         config_names[env] = _config_name(path, config, env)
         env_budgets[env] = _per_method(path, budgets, "epochs", env, list(methods), int, required=True)
@@ -209,7 +211,7 @@ def read_sweep_file(path: str | Path, overrides: list[str] | None = None, only: 
     for seed in seeds:
         for env in envs:
             for method in methods:
-                if only and env not in only and method not in only:
+                if only_envs and env not in only_envs or only_methods and method not in only_methods:
                     continue
                 trials.append(Trial(folder_name(f"{env}-{method}-seed={seed}"), config_names[env],
                                     (*common, *settings[method], f"epochs={env_budgets[env][method]}",

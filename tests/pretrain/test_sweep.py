@@ -184,6 +184,18 @@ def test_the_comparison_file_gives_every_method_its_algo_and_budget():
         assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
 
 
+
+def test_only_adds_up_labels_of_one_kind_and_narrows_down_across_envs_and_methods():
+    def names(*only):
+        trials = read_sweep_file(ROOT / "benchmarks" / "comparison.yaml", only=list(only)).trials
+        return {trial.name.rsplit("-seed=", 1)[0] for trial in trials}
+
+    assert names("ant", "cic", "dads") == {"ant-cic", "ant-dads"}  # issue 42's longer runs alone
+    assert names("cic") == {"ant-cic", "half_cheetah-cic"}
+    assert names("ant", "half_cheetah", "metra") == {"ant-metra", "half_cheetah-metra"}
+    assert len(names("ant")) == 5
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "benchmarks").glob("*.yaml")
                                          if p.read_text().startswith("#") and "\nmethods:" in p.read_text()))
 def test_every_campaign_sweep_file_reads_and_its_trials_build_their_configs(name):
@@ -250,8 +262,8 @@ def test_summary_gives_mean_and_spread_over_seeds_at_the_end_all_seeds_reached(t
     trials = [Trial(f"m-seed={s}", "point_mass", ("epochs=4",), "point_mass", "m", s) for s in (0, 1, 2)]
     coverage = {0: [4, 10, 20], 1: [4, 14, 30], 2: [4, 12]}  # seed 2 has not reached epoch 4 yet
     for seed, values in coverage.items():
-        rows = [{"epoch": 2 * i, "env_steps": 200 * i, "wall_clock_s": 36.0 * i, "policy_coverage": v}
-                for i, v in enumerate(values)]
+        rows = [{"epoch": 2 * i, "env_steps": 200 * i, "wall_clock_s": 36.0 * i, "policy_coverage": v,
+                 "total_coverage": 10 * v} for i, v in enumerate(values)]
         (tmp_path / f"m-seed={seed}" / "eval").mkdir(parents=True)
         (tmp_path / f"m-seed={seed}" / "eval" / "coverage.json").write_text(json.dumps(rows))
     summary = summarize(trials, tmp_path, {("point_mass", "m"): 1.8})
@@ -262,9 +274,12 @@ def test_summary_gives_mean_and_spread_over_seeds_at_the_end_all_seeds_reached(t
     assert (group["final"]["min"], group["final"]["max"]) == (10, 14)
     last = group["curve"][-1]
     assert (last["epoch"], last["n"], last["mean"], last["hours"]) == (4, 2, 25.0, 0.002)  # 4 x 1.8 s
+    total = group["total_curve"][-2]  # the total coverage (the exploration methods' measure), over the same seeds
+    assert (total["epoch"], total["n"], total["mean"], total["min"], total["max"]) == (2, 3, 120.0, 100, 140)
     out = write_summary(summary, tmp_path / "summary")
     assert "12.0 ± 2.0 (10, 14, 12)" in (out / "table.md").read_text()
     assert (out / "figure.png").stat().st_size > 1000 and json.loads((out / "summary.json").read_text())["groups"]
+    assert (out / "total_coverage.png").stat().st_size > 1000
 
 
 
@@ -280,6 +295,7 @@ def test_summary_reads_the_kept_rows_of_a_run_whose_folder_is_behind_and_else_th
     group = summary["groups"][0]
     assert [run["source"] for run in group["runs"]] == ["landed", "run folder"]
     assert group["finished_seeds"] == 2 and group["final"]["values"] == [7, 9]
+    assert group["total_curve"] == []  # rows without total coverage (older runs) give no such curve
     # without the kept rows, seed 0 has not finished
     assert summarize(trials, tmp_path, {("point_mass", "m"): 1.8})["groups"][0]["finished_seeds"] == 1
 
