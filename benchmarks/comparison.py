@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from learning_speed import held_out  # noqa: E402  (benchmarks/ is this script's folder)
+from learning_speed import evaluate_snapshot, held_out  # noqa: E402  (benchmarks/ is this script's folder)
 
 from metra_gym.atomic_files import write_json_atomic, write_text_atomic  # noqa: E402
 from metra_gym.skill_checkpoint.format import CheckpointError  # noqa: E402
@@ -105,8 +105,20 @@ def end_of_run(run_dir: Path, seconds: float | None, seed: int, goals: int, has_
     return point
 
 
-def snapshot_digest(snapshot: Path) -> str:
-    return json.loads((snapshot / "config.json").read_text())["weights_sha256"]
+def snapshot_digest(snapshot: Path) -> str | None:
+    """The sha256 of a snapshot's weights, as its config.json records it (None where it does not)."""
+    try:
+        return json.loads((snapshot / "config.json").read_text()).get("weights_sha256")
+    except (OSError, ValueError):
+        return None
+
+
+def read_kept_points(kept: Path, seed: int, every: int) -> dict[int, dict[str, Any]]:
+    """The held-out points kept for a run, by epoch, if measured with this held-out seed and interval."""
+    record = json.loads(kept.read_text()) if kept.is_file() else {}
+    if (record.get("seed"), record.get("every")) != (seed, every):
+        return {}
+    return {point["epoch"]: point for point in record.get("points", [])}
 
 
 def held_out_along(run_dir: Path, seconds: float | None, seed: int, every: int, kept: Path,
@@ -115,28 +127,31 @@ def held_out_along(run_dir: Path, seconds: float | None, seed: int, every: int, 
     :func:`learning_speed.held_out` gives it. A snapshot is evaluated once: ``kept`` (a JSON file) holds the points
     with each snapshot's weights digest; a kept point counts while the folder holds that same snapshot, or holds no
     snapshot as far on (a folder gone, or a run started afresh that has not caught up, as the summary reads kept
-    evaluation rows).
+    evaluation rows). With ``seconds`` (the sweep file's idle estimate) hours are recomputed from the epoch.
 
-    :param measured: a point of this folder measured just now (the end of the run), not measured again.
+    :param measured: a point of this folder measured just now (the run's end), not measured again where it is one
+        of the wanted snapshots.
     """
-    record = json.loads(kept.read_text()) if kept.is_file() else {}
-    points = {p["epoch"]: p for p in record.get("points", []) if record.get("seed") == seed}
-    if measured is not None and "weights_sha256" in measured:
-        points[measured["epoch"]] = measured
+    points = read_kept_points(kept, seed, every)
     snapshots = {int(s.name.split("_")[1]): s for s in (run_dir / "snapshots").glob("epoch_*")}
     wanted = sorted(epoch for epoch in snapshots if epoch % every == 0 and epoch > 0)
-    if not wanted or (points and max(points) > wanted[-1]):
-        return [points[epoch] for epoch in sorted(points)]
-    hours_of_epoch = hours_of_epochs(run_dir, seconds)
-    fresh = {}
-    for epoch in wanted:
-        point = points.get(epoch)
-        if point is None or point.get("weights_sha256") != snapshot_digest(snapshots[epoch]):
-            [point] = held_out(run_dir, [hours_of_epoch(epoch)], seed, hours_of_epoch)
-            point["weights_sha256"] = snapshot_digest(snapshots[epoch])
-        fresh[epoch] = point
-        write_json_atomic(kept, {"seed": seed, "every": every, "points": [fresh[e] for e in sorted(fresh)]})
-    return [fresh[epoch] for epoch in wanted]
+    if wanted and not (points and max(points) > wanted[-1]):
+        if measured and measured.get("seed") == seed and measured.get("epoch") in wanted:
+            points[measured["epoch"]] = measured
+        hours_of_epoch = hours_of_epochs(run_dir, seconds)
+        for epoch in wanted:
+            digest, point = snapshot_digest(snapshots[epoch]), points.get(epoch)
+            if point is None or digest is None or point.get("weights_sha256") != digest:
+                point = {**evaluate_snapshot(snapshots[epoch], seed), "hours": hours_of_epoch(epoch),
+                         "weights_sha256": digest}
+                print(f"  {run_dir.name}: epoch {epoch}: {point['held_out_policy_coverage']} bins held out", flush=True)
+                points[epoch] = point
+        points = {epoch: points[epoch] for epoch in wanted}
+        write_json_atomic(kept, {"seed": seed, "every": every, "points": list(points.values())})
+    if seconds:
+        for epoch, point in points.items():
+            point["hours"] = epoch * seconds / 3600
+    return [points[epoch] for epoch in sorted(points)]
 
 
 def held_out_curve(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -283,17 +298,21 @@ def main() -> None:
             name = Path(run["run_dir"]).name
             kept_points = args.out / "held_out_snapshots" / f"{name}.json"
             if args.no_held_out:  # what was measured before only
-                record = json.loads(kept_points.read_text()) if kept_points.is_file() else {}
-                along.append(record.get("points", []))
-            else:
+                along.append(list(read_kept_points(kept_points, args.held_out_seed, args.held_out_every).values()))
+                continue
+            try:
                 along.append(held_out_along(Path(run["run_dir"]), seconds, args.held_out_seed, args.held_out_every,
                                             kept_points, run.get("held_out")))
+            except (CheckpointError, ValueError, OSError) as error:  # one broken snapshot must not hide the others
+                run["held_out_along_error"] = str(error).splitlines()[0]
+                print(f"  {name}: no held-out evaluation along the run: {run['held_out_along_error']}", flush=True)
         if any(along):
             group["held_out_curve"] = held_out_curve(along)
         distances = [p["goal_distance"]["mean"] for p in measured if "goal_distance" in p]
         if distances:
             group["goal_distance"] = spread(distances)
-    summary["held_out"] = (f"the last snapshot of each run, 48 skills and reset seeds from seed {args.held_out_seed}"
+    summary["held_out"] = (f"48 skills and reset seeds from seed {args.held_out_seed}: the last snapshot of each run "
+                           f"(held_out) and its snapshots every {args.held_out_every} epochs (held_out_curve)"
                            + ("; only kept and carried numbers (--no-held-out)" if args.no_held_out else ""))
     out = write_summary(summary, args.out)
     notes = ["", f"Paper's ordering: {PAPER_ORDERING}.", "", "Ours, by mean policy coverage at the end:",
@@ -304,7 +323,7 @@ def main() -> None:
     if goal_rows:
         notes += ["", "Zero-shot goal reaching (last snapshot):", *goal_rows]
     notes += held_out_table(summary, args.held_out_every)
-    figures = ["figure.png", *(["total_coverage.png"] if (out / "total_coverage.png").is_file() else [])]
+    figures = ["figure.png", *(["total_coverage.png"] if any(g.get("total_curve") for g in summary["groups"]) else [])]
     if any(group.get("held_out_curve") for group in summary["groups"]):
         plot(summary, out / "held_out.png", "held_out_curve", "held-out policy coverage (bins)")
         figures.append("held_out.png")

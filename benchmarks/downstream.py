@@ -41,7 +41,7 @@ def _sweep(args: argparse.Namespace) -> int:
                                                   "final_episodes": args.final_episodes})
         if args.seeds is not None:
             specs = [spec for spec in specs if spec.seed in args.seeds]
-        if args.only:
+        if args.only and specs:
             specs = select(specs, args.only)
         if not specs:
             raise ConfigError("--seeds / --only select no run of the sweep file")

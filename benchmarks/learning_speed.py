@@ -161,24 +161,28 @@ def load_run(label: str, folder: Path, epoch_seconds: float | None) -> dict:
             "rows": rows}
 
 
-def held_out(folder: Path, hours: list[float], seed: int, hours_of_epoch) -> list[dict]:
-    """Coverage of the snapshots at (or just before) the given hours, on held-out skills and reset seeds."""
+def evaluate_snapshot(snapshot: Path, seed: int) -> dict:
+    """Policy coverage of one snapshot on held-out skills and reset seeds (48 skills from ``seed``)."""
     from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
 
+    with tempfile.TemporaryDirectory() as tmp:
+        result = evaluate_checkpoint(str(snapshot), tmp, n_skills=48, seed=seed)
+    return {"epoch": int(snapshot.name.split("_")[1]), "env_steps": result["provenance"]["env_steps"],
+            "held_out_policy_coverage": result["policy_coverage"], "seed": seed}
+
+
+def held_out(folder: Path, hours: list[float], seed: int, hours_of_epoch) -> list[dict]:
+    """Coverage of the snapshots at (or just before) the given hours, on held-out skills and reset seeds."""
     snapshots = sorted((folder / "snapshots").glob("epoch_*"))
     points = []
     for hour in hours:
         before = [s for s in snapshots if hours_of_epoch(int(s.name.split("_")[1])) <= hour + 1e-9]
         if not before or hours_of_epoch(int(snapshots[-1].name.split("_")[1])) < hour:
             continue  # the run stopped before this hour: no point rather than an earlier one under its label
-        snapshot = before[-1]
-        epoch = int(snapshot.name.split("_")[1])
-        with tempfile.TemporaryDirectory() as tmp:
-            result = evaluate_checkpoint(str(snapshot), tmp, n_skills=48, seed=seed)
-        points.append({"hours": hour, "epoch": epoch, "snapshot_hours": round(hours_of_epoch(epoch), 3),
-                       "env_steps": result["provenance"]["env_steps"], "held_out_policy_coverage": result["policy_coverage"],
-                       "seed": seed})
-        print(f"  {folder.name}: {hour} h -> epoch {epoch}: {result['policy_coverage']} bins held out", flush=True)
+        point = evaluate_snapshot(before[-1], seed)
+        points.append({"hours": hour, "snapshot_hours": round(hours_of_epoch(point["epoch"]), 3), **point})
+        print(f"  {folder.name}: {hour} h -> epoch {point['epoch']}: {point['held_out_policy_coverage']} bins held "
+              "out", flush=True)
     return points
 
 

@@ -147,7 +147,8 @@ def plot(summary: dict[str, Any], path: Path, curve_key: str = "curve", ylabel: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    envs = list(dict.fromkeys(group["env"] for group in summary["groups"] if group.get(curve_key)))
+    envs = list(dict.fromkeys(group["env"] for group in summary["groups"] if group.get(curve_key))) or list(
+        dict.fromkeys(group["env"] for group in summary["groups"]))  # nothing evaluated yet: empty panels
     methods = list(dict.fromkeys(group["method"] for group in summary["groups"]))
     colors = {method: plt.get_cmap("tab10")(index % 10) for index, method in enumerate(methods)}
     fig, axes = plt.subplots(len(envs), 2, figsize=(11, 4 * len(envs)), squeeze=False)
