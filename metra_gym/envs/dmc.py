@@ -316,6 +316,11 @@ class MetraHumanoidEnv(DMCLocomotionEnv):
     domain, task, camera_id = "humanoid", "run", 0
 
 
+def _no_task_reward(physics: Any) -> float:
+    """Stands in for a dm_control task's ``get_reward`` where the env pays its own reward instead."""
+    return 0.0
+
+
 class _GoalTask:
     """Mixin: reach a goal x-y uniform in ``[-goal_range, goal_range]^2``; reward ``goal_reward`` and the end of the
     episode when the torso is within ``goal_radius``. The observation is the state observation followed by the goal
@@ -338,6 +343,10 @@ class _GoalTask:
         super().__init__(obs_type=obs_type, **kwargs)  # the robot's env, next in the MRO
         self.goal_range, self.goal_radius, self.goal_reward = float(goal_range), float(goal_radius), float(goal_reward)
         self.goal = np.zeros(2)
+        # The goal's reward replaces dm_control's run reward, so that is not computed at each control step (a step
+        # takes 0.80x / 0.87x the time on Quadruped / Humanoid: benchmarks/README.md, "DMC goal tasks"); the
+        # physics are the same.
+        self._task.get_reward = _no_task_reward
         self.pretraining_obs_dim = self.observation_space.shape[0]
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.pretraining_obs_dim + 2,), np.float32)
         EzPickle.__init__(self, goal_range=goal_range, goal_radius=goal_radius, goal_reward=goal_reward,

@@ -248,6 +248,26 @@ def test_goal_pays_10_and_ends_within_3_m(env_id, goal_range, dim):
     assert (reward, terminated, info["goal_reached"]) == (10.0, True, True)
 
 
+@pytest.mark.parametrize(("env_id", "base_id"), [("metra/QuadrupedGoal-v0", "metra/Quadruped-v0"),
+                                                ("metra/HumanoidGoal-v0", "metra/Humanoid-v0")])
+def test_a_goal_task_moves_as_its_robot_without_computing_dm_controls_reward(env_id, base_id, monkeypatch):
+    goal, base = gym.make(env_id), gym.make(base_id, obs_type="state")
+    # The goal task must not ask dm_control for its run reward (it pays its own), and the base env still does.
+    calls = []
+    for task_type in {type(goal.unwrapped._task), type(base.unwrapped._task)}:  # the Quadruped's: two classes
+        monkeypatch.setattr(task_type, "get_reward", lambda self, physics, original=task_type.get_reward:
+                            calls.append(self) or original(self, physics))
+    actions = np.random.default_rng(0).uniform(-1, 1, (30, *goal.action_space.shape)).astype(np.float32)
+    for env in (goal, base):
+        env.reset(seed=5)
+    dim = goal.unwrapped.pretraining_obs_dim
+    for action in actions:
+        obs, *_ = goal.step(action)
+        base_obs, base_reward, *_ = base.step(action)
+        np.testing.assert_array_equal(obs[:dim], base_obs)
+    assert calls and all(task is base.unwrapped._task for task in calls) and base_reward != 0.0
+
+
 def _random_policy(obs_dim, action_dim, env_id):
     return random_skill_policy(obs_dim, action_dim, 2, False, env_id, {"obs_type": "state"})
 
