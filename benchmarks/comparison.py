@@ -15,7 +15,8 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
   ``held_out_curve``, drawn against env steps and idle hours in ``held_out.png`` (the paper's axis for skill
   methods is env steps) and tabled in ``table.md``. Each snapshot is evaluated once: its number is kept in
   ``OUT/held_out_snapshots/NAME.json`` with the snapshot's weights digest, and read back where the run folder is
-  gone.
+  gone. The end-of-run numbers likewise (``OUT/finished_runs/NAME.json``): measured again only for another
+  snapshot, held-out seed or number of goals.
 
 Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
 evaluation rows and end-of-run numbers go to ``OUT/finished_runs/NAME.json``, read back where the run folder is
@@ -111,6 +112,14 @@ def snapshot_digest(snapshot: Path) -> str | None:
         return json.loads((snapshot / "config.json").read_text()).get("weights_sha256")
     except (OSError, ValueError):
         return None
+
+
+def is_kept_end(earlier: dict[str, Any], snapshot: Path | None, seed: int, goals: int) -> bool:
+    """Whether a kept end-of-run point is of this very snapshot (its weights digest), held-out seed and number of
+    zero-shot goals (0: none wanted), so that it need not be measured again."""
+    return (snapshot is not None and earlier.get("seed") == seed and earlier.get("weights_sha256") is not None
+            and earlier["weights_sha256"] == snapshot_digest(snapshot)
+            and (not goals or earlier.get("goal_distance", {}).get("goals") == goals))
 
 
 def read_kept_points(kept: Path, seed: int, every: int) -> dict[int, dict[str, Any]]:
@@ -270,8 +279,12 @@ def main() -> None:
                     run["held_out"] = kept[name]["held_out"]
                 continue
             point = None
-            if not args.no_held_out:
-                has_goal_skill = trials[name].config(1).algo in GOAL_METHODS
+            has_goal_skill = trials[name].config(1).algo in GOAL_METHODS
+            earlier = kept.get(name, {}).get("held_out") or {}
+            if is_kept_end(earlier, last_snapshot(Path(run["run_dir"])), args.held_out_seed,
+                           args.goals if has_goal_skill else 0):
+                run["held_out"] = earlier  # this very snapshot, measured at an earlier call
+            elif not args.no_held_out:
                 try:
                     point = end_of_run(Path(run["run_dir"]), seconds, args.held_out_seed, args.goals, has_goal_skill)
                 except (CheckpointError, ValueError) as error:  # one broken snapshot must not hide the others
@@ -281,8 +294,7 @@ def main() -> None:
                     point["weights_sha256"] = snapshot_digest(Path(run["run_dir"]) / "snapshots" /
                                                               snapshot_name(point["epoch"]))
                     run["held_out"] = point
-            earlier = kept.get(name, {}).get("held_out") or {}
-            if point is None and earlier.get("epoch") == run["last"].get("epoch"):  # kept from this run's end
+            if point is None and "held_out" not in run and earlier.get("epoch") == run["last"].get("epoch"):
                 run["held_out"] = earlier
             keep(kept_folder, name, Path(run["run_dir"]), point)
         measured = [run["held_out"] for run in group["runs"] if "held_out" in run]
