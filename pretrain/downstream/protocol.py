@@ -225,6 +225,23 @@ def controller_env(name: str, checkpoint: str | None = None, protocol_name: str 
 # --- the learners -------------------------------------------------------------------------------------------
 
 
+class LeanSAC(SAC):
+    """Stable-Baselines3's SAC, whose actor step skips the critics' weight gradients.
+
+    SB3's ``SAC.train`` back-propagates the actor loss through the critics and computes their weight gradients too,
+    which the next critic ``zero_grad`` throws away. Here the critics stop requiring gradients once their optimiser
+    has stepped (the actor's loss comes next) and require them again once the actor's optimiser has stepped, so the
+    updates are the same numbers in 0.92-0.93x the time (``benchmarks/results/downstream/sac_update.json``). The
+    pretraining backbone does the same in its own SAC step. A saved agent is a plain SAC zip (``SAC.load`` reads it);
+    loading through this class (``_setup_model`` runs again) registers the hooks on the new optimisers.
+    """
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self.critic.optimizer.register_step_post_hook(lambda *_: self.critic.requires_grad_(False))
+        self.actor.optimizer.register_step_post_hook(lambda *_: self.critic.requires_grad_(True))
+
+
 def pretraining_sac(env: Any, seed: int, settings: SACSettings, device: str = "cpu", **kwargs: Any) -> SAC:
     """SAC with a skill checkpoint's pretraining settings (:class:`SACSettings`; ``kwargs`` replace any): an epoch of
     ``episodes_per_epoch`` episodes, then ``gradient_steps`` updates; entropy weight from ``alpha_init`` (learned
@@ -238,7 +255,7 @@ def pretraining_sac(env: Any, seed: int, settings: SACSettings, device: str = "c
                   train_freq=(settings.episodes_per_epoch, "episode"), gradient_steps=settings.gradient_steps,
                   ent_coef=entropy, target_entropy=-env.action_space.shape[0] / 2,
                   policy_kwargs={"net_arch": [settings.net_width] * settings.net_layers})
-    return SAC("MlpPolicy", env, seed=seed, device=device, **{**params, **kwargs})
+    return LeanSAC("MlpPolicy", env, seed=seed, device=device, **{**params, **kwargs})
 
 
 def few_transition_sac(env: Any, seed: int, learning_starts: int = 100, gradient_steps: int = 4,
@@ -253,7 +270,7 @@ def few_transition_sac(env: Any, seed: int, learning_starts: int = 100, gradient
     -|A|/2 as in pretraining); what it reached is in ``benchmarks/README.md`` ("Downstream controllers"). Batch 256,
     tau 0.005 and gamma 0.99 (8 steps an episode) are the pretraining ones.
     """
-    return SAC("MlpPolicy", env, learning_rate=learning_rate, batch_size=256, tau=0.005, gamma=0.99,
+    return LeanSAC("MlpPolicy", env, learning_rate=learning_rate, batch_size=256, tau=0.005, gamma=0.99,
                buffer_size=1_000_000, learning_starts=learning_starts, gradient_steps=gradient_steps,
                ent_coef=f"auto_{initial_alpha}", target_entropy=-env.action_space.shape[0] / 2,
                policy_kwargs={"net_arch": [width, width]}, seed=seed, device="cpu", **kwargs)
@@ -264,7 +281,7 @@ def every_step_sac(env: Any, seed: int, width: int = 256, learning_starts: int =
     """metra-gym 0.3's flat baseline: SAC with METRA's learning rate, batch, tau, gamma and target entropy, one update
     per low-level step (Stable-Baselines3's default), width 256."""
     action_dim = env.action_space.shape[0]
-    return SAC("MlpPolicy", env, learning_rate=1e-4, batch_size=256, tau=0.005, gamma=0.99, buffer_size=1_000_000,
+    return LeanSAC("MlpPolicy", env, learning_rate=1e-4, batch_size=256, tau=0.005, gamma=0.99, buffer_size=1_000_000,
                learning_starts=learning_starts, ent_coef="auto", target_entropy=-action_dim / 2,
                policy_kwargs={"net_arch": [width, width]}, seed=seed, device=device, **kwargs)
 

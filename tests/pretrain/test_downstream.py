@@ -129,3 +129,54 @@ def test_unknown_names_are_one_clear_error():
         controller_env("ant_multigoals", protocol_name="paper2")
     with pytest.raises(ValueError, match="unknown task 'ant'; choose one of"):
         controller_env("ant")
+
+
+class _Box(gym.Env):
+    """A 5-dim random walk with a 2-dim action: enough for SAC to update on."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(5, np.float32), {}
+
+    def step(self, action):
+        obs = self.np_random.normal(size=5).astype(np.float32)
+        return obs, float(action[0] - obs[0]), False, False, {}
+
+
+def _critic_weight_gradients(agent) -> list[int]:
+    """Count how often the critics' first weight gets a gradient during the agent's updates."""
+    counts = [0]
+    next(agent.critic.parameters()).register_hook(lambda grad: counts.__setitem__(0, counts[0] + 1))
+    return counts
+
+
+def test_lean_sac_updates_as_sac_does_without_the_actor_steps_critic_gradients(tmp_path):
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.logger import Logger
+
+    from pretrain.downstream.protocol import LeanSAC
+
+    settings = dict(learning_starts=50, batch_size=32, gradient_steps=3, ent_coef="auto_0.1",
+                    policy_kwargs={"net_arch": [32, 32]}, seed=3, device="cpu")
+    agents, counts = {}, {}
+    for cls in (SAC, LeanSAC):  # one after the other: SB3 seeds the global RNGs at construction
+        agents[cls] = cls("MlpPolicy", _Box(), **settings)
+        counts[cls] = _critic_weight_gradients(agents[cls])
+        agents[cls].learn(60)
+    for plain, lean in zip(agents[SAC].policy.parameters(), agents[LeanSAC].policy.parameters(), strict=True):
+        torch.testing.assert_close(lean, plain, rtol=0, atol=0)  # the same updates, bit for bit
+    updates = 3 * (60 - 50)
+    assert counts[SAC][0] == 2 * updates  # stock SAC: the critic's loss and the actor's
+    assert counts[LeanSAC][0] == updates  # lean: the critic's loss only
+    agents[LeanSAC].save(tmp_path / "lean.zip")
+    loaded = LeanSAC.load(tmp_path / "lean.zip", env=_Box())
+    assert type(SAC.load(tmp_path / "lean.zip")) is SAC  # a plain SAC zip
+    loaded.replay_buffer = agents[LeanSAC].replay_buffer  # the zip holds no buffer
+    loaded.set_logger(Logger(None, []))
+    loaded_counts = _critic_weight_gradients(loaded)
+    loaded.train(gradient_steps=4, batch_size=8)
+    assert loaded_counts[0] == 4  # the hooks come back with a load
+    assert all(p.requires_grad for p in loaded.critic.parameters())
