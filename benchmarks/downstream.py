@@ -79,12 +79,17 @@ def _summary(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from pretrain.downstream.runs import RunSpec, run
+    from pretrain.run.run_state import ResumeError
 
     learned = args.agent in ("controller", "flat")
     spec = RunSpec(args.task, args.agent, args.seed, args.protocol if learned else None,
                    args.steps if learned else 0, args.eval_every if learned else 0, args.eval_episodes,
                    args.final_episodes, args.checkpoint)
-    row = run(spec, args.out, states=args.out / "run_states")  # the same command again resumes a stopped run
+    try:
+        row = run(spec, args.out, states=args.out / "run_states")  # the same command again resumes a stopped run
+    except ResumeError as error:  # another process is training this run
+        print(f"downstream: {error}", file=sys.stderr)
+        return 2
     print(f"{spec.name}: return {row['final']['mean']:.2f} ({row['seconds']} s)")
     return 0
 

@@ -42,6 +42,7 @@ from pretrain.run.run_state import (
     PREVIOUS,
     STATE,
     TMP_PREFIX,
+    RunFolderLock,
     complete_state,
     file_sha256,
     fsync,
@@ -138,6 +139,19 @@ def _load(path: Path, state: dict[str, Any], agent: BaseAlgorithm, identity: dic
     resumed.action_space.np_random.bit_generator.state = state["action_space_rng"]
     resumed.set_logger(quiet_logger())
     return resumed
+
+
+def run_lock(folder: Path) -> RunFolderLock:
+    """Hold ``STATES/NAME.lock`` while this process trains the run whose state is ``folder`` (``STATES/NAME``): a
+    second process on the same run and states folder (two hand-run ``downstream.py run`` of one name into one
+    ``--out``) is refused with one line instead of both writing its state and file. The empty lock file stays
+    (removing it could let a third process lock a fresh one beside a second still holding the old one); the state
+    folder itself is not locked, as a state of another identity is removed and a damaged one moved aside."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    lock = folder.with_name(f"{folder.name}.lock")
+    lock.touch()
+    return RunFolderLock(lock, refusal=f"the run {folder.name} is being trained by another process right now (its run "
+                         f"state: {folder}); wait for it to end (or stop it), or give this run another --out")
 
 
 def remove_run_state(folder: Path) -> None:

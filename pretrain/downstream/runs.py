@@ -109,6 +109,11 @@ def is_finished(path: Path, spec: RunSpec) -> bool:
     return bool(row and row.get("finished") and row.get("settings") == spec.settings())
 
 
+def _sb3_class(agent: Any) -> str:
+    """The Stable-Baselines3 class whose ``load`` reads the agent's zip (``SAC`` for :class:`~pretrain.downstream.protocol.LeanSAC`)."""
+    return next(cls.__name__ for cls in type(agent).__mro__ if cls.__module__.startswith("stable_baselines3."))
+
+
 def _summary(returns: list[float]) -> dict[str, Any]:
     return {"mean": float(np.mean(returns)), "returns": [round(float(r), 4) for r in returns]}
 
@@ -147,7 +152,15 @@ def run(spec: RunSpec, out: Path, cache: Path | None = None, states: Path | None
         row.update(final=_summary(returns), finished=True, seconds=round(time.time() - start, 1))
         write_atomic(path, row)
         return row
-    return _train(spec, path, row, start, None if states is None else Path(states) / spec.name)
+    if states is None:
+        return _train(spec, path, row, start, None)
+    from pretrain.downstream.run_state import run_lock
+
+    lock = run_lock(Path(states) / spec.name)  # held until the run ends: no second process trains it
+    try:
+        return _train(spec, path, row, start, Path(states) / spec.name)
+    finally:
+        lock.release()
 
 
 def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states: Path | None) -> dict[str, Any]:
@@ -184,7 +197,7 @@ def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states:
         start -= saved["seconds"]  # seconds count the run's time in every process that worked on it
         row.update({**saved, "writer": row["writer"], "resumes": saved.get("resumes", 0) + 1})
     else:
-        row.update(algorithm=type(agent).__name__, low_level_steps_per_agent_step=scale, points=[],
+        row.update(algorithm=_sb3_class(agent), low_level_steps_per_agent_step=scale, points=[],
                    pretraining_settings=SACSettings.of_checkpoint(checkpoint_config(spec.task,
                                                                                     spec.checkpoint)).as_dict())
         returns = agent_returns(agent, eval_env, seeds)  # the untrained controller

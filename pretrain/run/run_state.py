@@ -196,11 +196,12 @@ class RunFolderLock:
     trains it: a second ``train`` or ``--resume`` of the same folder is refused instead of mixing two runs. Where
     the file system has no locks (some network file systems, Windows) it locks nothing.
 
-    :param run_dir: an existing run folder.
+    :param run_dir: an existing run folder (or file).
+    :param refusal: the error's message (default: the run folder's, for ``train`` and ``--resume``).
     :raises ResumeError: when another process holds it.
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, refusal: str | None = None) -> None:
         self._fd: int | None = None
         try:
             import fcntl
@@ -211,8 +212,8 @@ class RunFolderLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise ResumeError(f"{run_dir} is being trained by another process right now; wait for it to end (or stop "
-                              "it), or choose another --run-dir") from None
+            raise ResumeError(refusal or f"{run_dir} is being trained by another process right now; wait for it to "
+                              "end (or stop it), or choose another --run-dir") from None
         except OSError:  # no locks on this file system
             os.close(fd)
             return

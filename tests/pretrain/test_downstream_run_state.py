@@ -133,8 +133,23 @@ def test_a_stopped_run_goes_on_from_its_last_evaluation(tmp_path, monkeypatch, t
     steps = [step for step, _ in row["points"]]
     assert steps == sorted(set(steps)) and steps[-1] >= spec.steps
     assert row["untrained_controller"] == before["untrained_controller"]
-    assert not states.exists() or not any(states.iterdir())  # a finished run's state is removed
+    assert [path.name for path in states.iterdir()] == [f"{spec.name}.lock"]  # the state is removed, the lock stays
+    assert row["algorithm"] == "SAC"  # the class that loads it, as below
     trained = SAC.load(out / row["agent_file"])  # the trained agent is kept beside its result
     assert trained.num_timesteps * row["low_level_steps_per_agent_step"] == row["final"]["steps"]
     if protocol == "paper":  # it learned before the stop and after it
         assert trained._n_updates > 0
+
+
+def test_a_run_another_process_trains_is_refused_and_left_alone(tmp_path):
+    from pretrain.downstream.run_state import run_lock
+    from pretrain.run.run_state import ResumeError
+
+    spec = RunSpec("cheetah_goal", "flat", 0, "v0.3", steps=750, eval_every=250, eval_episodes=1, final_episodes=2)
+    out, states = tmp_path / "runs", tmp_path / "states"
+    other = run_lock(states / spec.name)  # another process training it (a lock is per open file, as across processes)
+    with pytest.raises(ResumeError, match=f"the run {spec.name} is being trained by another process.*another --out"):
+        run(spec, out, states=states)
+    assert not out.exists() and [path.name for path in states.iterdir()] == [f"{spec.name}.lock"]
+    other.release()
+    assert run(spec, out, states=states)["finished"]  # once it is free, the run goes
