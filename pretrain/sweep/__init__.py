@@ -100,7 +100,11 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
     :param grid: config keys and the values to try, every combination a trial (without ``sweep_file``).
     :param overrides: ``key=value`` settings of every trial.
     :param cpus_per_run: CPUs Ray reserves per trial: its torch threads, less one per overlapped-collector worker.
-    :param address: a Ray cluster to join (``"auto"`` or ``HOST:PORT``); None starts Ray on this machine.
+    :param address: a Ray cluster to join (``"auto"`` or ``HOST:PORT``); None starts Ray on this machine. Several
+        sweeps on one cluster (``ray start --head --num-cpus N``, then each with ``"auto"``) share its CPUs, served
+        in the order their trials were queued: Ray Tune queues up to 200 trials a sweep at its start, so the first
+        sweep's trials all start before the next one's (seen with two sweeps on 2 CPUs). With
+        ``TUNE_MAX_PENDING_TRIALS_PG=1`` in its environment a sweep queues one trial at a time.
     :param sweep_file: a sweep file (its seeds, envs, budgets and methods).
     :param only: with ``sweep_file``: the env and method labels to run.
     :param echo: where progress lines go.
