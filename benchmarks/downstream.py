@@ -146,7 +146,14 @@ def _run_seconds(spec, costs: dict[str, float]) -> float:
     """The CPU seconds of a run from the measured parts (see ``estimate``)."""
     from metra_gym.registration import EPISODE_STEPS as episode_steps  # low-level (DMC: policy) steps, K x 8
     from metra_gym.registration import SKILLS_PER_EPISODE
-    from pretrain.downstream.protocol import SACSettings, checkpoint_config, protocol
+    from pretrain.downstream.protocol import (
+        PPO_EPISODES_PER_EPOCH,
+        PPO_GRADIENT_STEPS_PER_EPOCH,
+        PPO_MINIBATCH,
+        SACSettings,
+        checkpoint_config,
+        protocol,
+    )
 
     if spec.protocol is None:
         return spec.final_episodes * costs[f"{spec.agent}_episode"]
@@ -162,8 +169,9 @@ def _run_seconds(spec, costs: dict[str, float]) -> float:
     transitions = spec.steps / k
     collect = (spec.steps + evaluations * episode_steps) * costs["skill_env_step"]
     if f"ppo_{spec.protocol}_minibatch_step" in costs:
-        epochs = spec.steps / (64 * episode_steps)
-        steps_per_epoch = 640 if protocol(spec.protocol).ppo == "paper" else 20
+        epochs = spec.steps / (PPO_EPISODES_PER_EPOCH * episode_steps)
+        ten_passes = 10 * PPO_EPISODES_PER_EPOCH * SKILLS_PER_EPISODE // PPO_MINIBATCH  # ``ten_pass_ppo``'s steps
+        steps_per_epoch = PPO_GRADIENT_STEPS_PER_EPOCH if protocol(spec.protocol).ppo == "paper" else ten_passes
         return collect + epochs * steps_per_epoch * costs[f"ppo_{spec.protocol}_minibatch_step"]
     if protocol(spec.protocol).sac == "pretraining":
         updates = max(0.0, transitions - settings.learning_starts) * settings.gradient_steps / (

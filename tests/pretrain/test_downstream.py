@@ -104,11 +104,11 @@ def test_the_paper_sac_takes_the_skill_checkpoints_pretraining_settings():
 
 
 def test_the_paper_ppo_follows_the_papers_table():
-    """64 episodes an epoch, 10 minibatch steps of 256 per episode (640 per 512 transitions: 320 passes), entropy
-    0.01, GAE lambda 0.95, clip 0.2; lr and widths of the pretraining."""
+    """64 episodes an epoch, 10 minibatch steps of 256 per epoch (5 passes over 512 transitions, as the released
+    downstream code counts them), entropy 0.01, GAE lambda 0.95, clip 0.2; lr and widths of the pretraining."""
     ppo = hierarchical_agent("cheetah_goal", seed=0, n_envs=4)
     assert ppo.n_steps * ppo.n_envs == 64 * SKILLS_PER_EPISODE and ppo.batch_size == 256
-    assert ppo.n_epochs * (ppo.n_steps * ppo.n_envs) // ppo.batch_size == 10 * 64
+    assert ppo.n_epochs * (ppo.n_steps * ppo.n_envs) // ppo.batch_size == 10
     assert (ppo.ent_coef, ppo.gae_lambda, ppo.clip_range(1.0), ppo.learning_rate) == (0.01, 0.95, 0.2, 4e-4)
     old = hierarchical_agent("cheetah_goal", seed=0, n_envs=4, protocol_name="v0.3")
     assert old.n_epochs == 10
