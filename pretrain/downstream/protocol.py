@@ -232,14 +232,22 @@ class LeanSAC(SAC):
     which the next critic ``zero_grad`` throws away. Here the critics stop requiring gradients once their optimiser
     has stepped (the actor's loss comes next) and require them again once the actor's optimiser has stepped, so the
     updates are the same numbers in 0.92-0.93x the time (``benchmarks/results/downstream/sac_update.json``). The
-    pretraining backbone does the same in its own SAC step. A saved agent is a plain SAC zip (``SAC.load`` reads it);
-    loading through this class (``_setup_model`` runs again) registers the hooks on the new optimisers.
+    pretraining backbone does the same in its own SAC step. Only the critic optimiser's own weights are frozen: with
+    ``share_features_extractor=True`` the critics hold the actor's features extractor, which the actor step trains.
+    A saved agent is a plain SAC zip (``SAC.load`` reads it); loading through this class (``_setup_model`` runs again)
+    registers the hooks on the new optimisers. Copies (``deepcopy``, pickling) lose the hooks with the optimisers'
+    pickling: they update the same, at stock speed.
     """
 
     def _setup_model(self) -> None:
         super()._setup_model()
-        self.critic.optimizer.register_step_post_hook(lambda *_: self.critic.requires_grad_(False))
-        self.actor.optimizer.register_step_post_hook(lambda *_: self.critic.requires_grad_(True))
+        self.critic.optimizer.register_step_post_hook(lambda *_: self._critic_weights_learn(False))
+        self.actor.optimizer.register_step_post_hook(lambda *_: self._critic_weights_learn(True))
+
+    def _critic_weights_learn(self, learn: bool) -> None:
+        for group in self.critic.optimizer.param_groups:
+            for weight in group["params"]:
+                weight.requires_grad_(learn)
 
 
 def pretraining_sac(env: Any, seed: int, settings: SACSettings, device: str = "cpu", **kwargs: Any) -> SAC:

@@ -207,7 +207,9 @@ class RunFolderLock:
             import fcntl
         except ImportError:  # not POSIX
             return
-        fd = os.open(run_dir, os.O_RDONLY)
+        # a folder opens read-only; a lock file read-write (some network file systems refuse an exclusive lock on a
+        # file opened read-only)
+        fd = os.open(run_dir, os.O_RDONLY if Path(run_dir).is_dir() else os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

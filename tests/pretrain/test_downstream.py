@@ -5,6 +5,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from metra_gym.registration import SKILL_STEPS, SKILLS_PER_EPISODE
 from pretrain.downstream import SACSettings, controller_env, flat_agent, hierarchical_agent
@@ -147,20 +148,35 @@ class _Box(gym.Env):
 
 
 def _critic_weight_gradients(agent) -> list[int]:
-    """Count how often the critics' first weight gets a gradient during the agent's updates."""
+    """Count how often the first critic's first layer gets a weight gradient during the agent's updates."""
     counts = [0]
-    next(agent.critic.parameters()).register_hook(lambda grad: counts.__setitem__(0, counts[0] + 1))
+    agent.critic.q_networks[0][0].weight.register_hook(lambda grad: counts.__setitem__(0, counts[0] + 1))
     return counts
 
 
-def test_lean_sac_updates_as_sac_does_without_the_actor_steps_critic_gradients(tmp_path):
+class _LinearFeatures(BaseFeaturesExtractor):
+    """A features extractor with weights (SB3's default flattening has none)."""
+
+    def __init__(self, observation_space, features_dim=8):
+        super().__init__(observation_space, features_dim)
+        self.linear = torch.nn.Linear(observation_space.shape[0], features_dim)
+
+    def forward(self, observations):
+        return torch.relu(self.linear(observations))
+
+
+@pytest.mark.parametrize("shared", [False, True])  # shared: the critics hold the actor's features extractor
+def test_lean_sac_updates_as_sac_does_without_the_actor_steps_critic_gradients(tmp_path, shared):
     from stable_baselines3 import SAC
     from stable_baselines3.common.logger import Logger
 
     from pretrain.downstream.protocol import LeanSAC
 
+    policy_kwargs = {"net_arch": [32, 32]}
+    if shared:
+        policy_kwargs.update(share_features_extractor=True, features_extractor_class=_LinearFeatures)
     settings = dict(learning_starts=50, batch_size=32, gradient_steps=3, ent_coef="auto_0.1",
-                    policy_kwargs={"net_arch": [32, 32]}, seed=3, device="cpu")
+                    policy_kwargs=policy_kwargs, seed=3, device="cpu")
     agents, counts = {}, {}
     for cls in (SAC, LeanSAC):  # one after the other: SB3 seeds the global RNGs at construction
         agents[cls] = cls("MlpPolicy", _Box(), **settings)

@@ -142,6 +142,7 @@ def test_a_stopped_run_goes_on_from_its_last_evaluation(tmp_path, monkeypatch, t
 
 
 def test_a_run_another_process_trains_is_refused_and_left_alone(tmp_path):
+    pytest.importorskip("fcntl")  # no locks without it (Windows)
     from pretrain.downstream.run_state import run_lock
     from pretrain.run.run_state import ResumeError
 
