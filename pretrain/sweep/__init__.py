@@ -101,10 +101,10 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
     :param overrides: ``key=value`` settings of every trial.
     :param cpus_per_run: CPUs Ray reserves per trial: its torch threads, less one per overlapped-collector worker.
     :param address: a Ray cluster to join (``"auto"`` or ``HOST:PORT``); None starts Ray on this machine. Several
-        sweeps on one cluster (``ray start --head --num-cpus N``, then each with ``"auto"``) share its CPUs, served
-        in the order their trials were queued: Ray Tune queues up to 200 trials a sweep at its start, so the first
-        sweep's trials all start before the next one's (seen with two sweeps on 2 CPUs). With
-        ``TUNE_MAX_PENDING_TRIALS_PG=1`` in its environment a sweep queues one trial at a time.
+        sweeps on one cluster (``ray start --head --num-cpus N``, then each with ``"auto"``) share its CPUs, with no
+        order between the sweeps' trials: on 2 CPUs a sweep started later took both freed CPUs while an earlier
+        one's trials waited, with ``TUNE_MAX_PENDING_TRIALS_PG`` at Ray Tune's default or 1. Where the order
+        matters, run the sweeps one after the other.
     :param sweep_file: a sweep file (its seeds, envs, budgets and methods).
     :param only: with ``sweep_file``: the env and method labels to run.
     :param echo: where progress lines go.
