@@ -4,7 +4,7 @@
 The agents are the paper protocol's own (``hierarchical_agent`` for a controller, ``flat_agent`` for flat SAC);
 the stock one is the same agent loaded back as a plain ``SAC``. Both draw minibatches from one replay buffer of
 random transitions; per round each makes ``--updates`` updates (``train``), the rounds interleave the two so that a
-busy machine slows them alike, and the medians of the process's CPU milliseconds per update are reported.
+busy machine slows them alike (each first in every other round), and the medians of the process's CPU milliseconds per update are reported.
 
     python benchmarks/sac_update.py --rounds 7 --updates 100
 """
@@ -12,14 +12,12 @@ busy machine slows them alike, and the medians of the process's CPU milliseconds
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from measurements import append_measurement
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = (("ant_multigoals", "controller"), ("humanoid_goal", "controller"), ("humanoid_goal", "flat"))
@@ -67,8 +65,9 @@ def main() -> None:
         times: dict[str, list[float]] = {variant: [] for variant in agents}
         for agent in agents.values():
             agent.set_logger(Logger(None, []))
-        for _ in range(args.rounds):
-            for variant, agent in agents.items():
+        for round_ in range(args.rounds):
+            order = list(agents.items())
+            for variant, agent in order if round_ % 2 == 0 else order[::-1]:  # each goes first every other round
                 times[variant].append(per_update_ms(agent, args.updates))
         medians = {variant: round(float(np.median(values)), 2) for variant, values in times.items()}
         rows.append({"task": name, "agent": kind, "obs_dim": int(lean.observation_space.shape[0]),
@@ -78,11 +77,8 @@ def main() -> None:
                      "per_round_ms": {variant: [round(v, 2) for v in values] for variant, values in times.items()}})
         print(f"{name} {kind}: {medians['lean']} ms an update, stock SAC {medians['stock']} ({rows[-1]['ratio']}x)",
               flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(
-        {"what": __doc__.split("\n\n")[0], "date": time.strftime("%Y-%m-%d"), "clock": "process", "threads": 1,
-         "machine": f"{platform.machine()}, {os.cpu_count()} cores", "rounds": args.rounds, "updates": args.updates,
-         "measurements": rows}, indent=1) + "\n")
+    append_measurement(args.out, __doc__.split("\n\n")[0], {"clock": "process", "threads": 1, "rounds": args.rounds,
+                                                            "updates": args.updates, "agents": rows})
 
 
 if __name__ == "__main__":
