@@ -4,7 +4,8 @@
 The agents are the paper protocol's own (``hierarchical_agent`` for a controller, ``flat_agent`` for flat SAC);
 the stock one is the same agent loaded back as a plain ``SAC``. Both draw minibatches from one replay buffer of
 random transitions; per round each makes ``--updates`` updates (``train``), the rounds interleave the two so that a
-busy machine slows them alike (each first in every other round), and the medians of the process's CPU milliseconds per update are reported.
+busy machine slows them alike (each first in every other round), and the medians of the process's CPU milliseconds
+per update are reported.
 
     python benchmarks/sac_update.py --rounds 7 --updates 100
 """
