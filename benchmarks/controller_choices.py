@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pretrain.downstream import controller_env
     from pretrain.downstream.evaluation import evaluation_seeds
+    from pretrain.downstream.protocol import task_env
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("agent", type=Path, help="a learned controller run's NAME.zip")
@@ -35,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     env = controller_env(args.task, None, args.protocol)
     learner = PPO if isinstance(env.action_space, gym.spaces.Discrete) else SAC
     agent = learner.load(args.agent)
-    task_env = env.unwrapped.env.unwrapped  # under the skill env: the task env, whose observation ends with the task's
-    task_size = task_env.observation_space.shape[0] - int(task_env.pretraining_obs_dim)
+    inner = task_env(env)  # its observation: the pretraining one, then the task information
+    task_size = inner.observation_space.shape[0] - int(inner.pretraining_obs_dim)
     for reset_seed in evaluation_seeds(args.seed, args.episodes):
         obs, _ = env.reset(seed=reset_seed)
         skills, total, done = [], 0.0, False

@@ -157,7 +157,7 @@ def checkpoint_config(name: str, checkpoint: str | None) -> dict[str, Any]:
 # --- what the controller sees -------------------------------------------------------------------------------
 
 
-def _task_env(env: gym.Env) -> Any:
+def task_env(env: gym.Env) -> Any:
     """The task env under a skill env (``SkillEnv.env``, unwrapped), with its ``pretraining_obs_dim``."""
     inner = env.unwrapped.env.unwrapped
     if getattr(inner, "pretraining_obs_dim", None) is None:
@@ -173,7 +173,7 @@ class ControllerObservation(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.task_start = int(_task_env(env).pretraining_obs_dim)
+        self.task_start = int(task_env(env).pretraining_obs_dim)
         normalizer = env.unwrapped.policy.normalizer
         if normalizer.dim != self.task_start:
             raise ValueError(f"the skills' normaliser is {normalizer.dim}-d, but the task's pretraining observation "
@@ -198,7 +198,7 @@ class TaskObservation(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.task_start = int(_task_env(env).pretraining_obs_dim)
+        self.task_start = int(task_env(env).pretraining_obs_dim)
         size = env.observation_space.shape[0] - self.task_start
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
 
@@ -297,9 +297,9 @@ def every_step_sac(env: Any, seed: int, width: int = 256, learning_starts: int =
 # The paper's PPO for discrete skills (appendix table): an epoch is 64 episodes, 10 gradient steps of minibatch 256,
 # entropy 0.01. The steps are counted per epoch, as the released downstream code counts them: its HalfCheetahGoal and
 # HalfCheetahHurdle scripts pass `--traj_batch_size 64 --trans_optimization_epochs 10 --trans_minibatch_size 256
-# --alpha 0.01` (bz5989/Junior-IW scripts/hierarchical_control/half_cheetah_goal.sh, half_cheetah_hurdle.sh, from
-# the CSF fork), and its PPO makes one step on a freshly drawn minibatch per `trans_optimization_epochs`
-# (jens321/csf iod/ppo.py, `_train_once_inner`). So 10 steps per epoch of 64 x 8 = 512 transitions: 5 passes over the
+# --alpha 0.01` (bz5989/Junior-IW scripts/hierarchical_control/half_cheetah_goal.sh l.42, 53, 56, 65 and
+# half_cheetah_hurdle.sh l.43, 54, 57, 66, from the CSF fork), and its PPO makes one step on a freshly drawn
+# minibatch per `trans_optimization_epochs` (jens321/csf iod/ppo.py l.72-74, iod/iod.py l.329-331). So 10 steps per epoch of 64 x 8 = 512 transitions: 5 passes over the
 # rollout in Stable-Baselines3's terms. (Our reference notes' "10 per episode", read literally, is 640 steps, 320
 # passes: on seed 0 it scored 2.6 on HalfCheetahGoal and 1.06 on the Hurdle; a preference fork's HalfCheetahGoal
 # script makes 50 per epoch; metra-gym 0.3 made 10 passes, 20 steps: ``ten_pass_ppo``.)

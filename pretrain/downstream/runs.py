@@ -156,9 +156,10 @@ def run(spec: RunSpec, out: Path, cache: Path | None = None, states: Path | None
         return _train(spec, path, row, start, None)
     from pretrain.downstream.run_state import run_lock
 
-    lock = run_lock(Path(states) / spec.name)  # held until the run ends: no second process trains it
+    state = Path(states) / spec.name
+    lock = run_lock(state)  # held until the run ends: no second process trains it
     try:
-        return _train(spec, path, row, start, Path(states) / spec.name)
+        return _train(spec, path, row, start, state)
     finally:
         lock.release()
 
