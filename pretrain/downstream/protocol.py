@@ -236,13 +236,19 @@ class LeanSAC(SAC):
     ``share_features_extractor=True`` the critics hold the actor's features extractor, which the actor step trains.
     A saved agent is a plain SAC zip (``SAC.load`` reads it); loading through this class (``_setup_model`` runs again)
     registers the hooks on the new optimisers. Copies (``deepcopy``, pickling) lose the hooks with the optimisers'
-    pickling: they update the same, at stock speed.
+    pickling: they update the same, at stock speed. ``train`` unfreezes the critics however it ends.
     """
 
     def _setup_model(self) -> None:
         super()._setup_model()
         self.critic.optimizer.register_step_post_hook(lambda *_: self._critic_weights_learn(False))
         self.actor.optimizer.register_step_post_hook(lambda *_: self._critic_weights_learn(True))
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        try:
+            super().train(gradient_steps, batch_size)
+        finally:  # an error between the critic's step and the actor's must not leave the critics frozen
+            self._critic_weights_learn(True)
 
     def _critic_weights_learn(self, learn: bool) -> None:
         for group in self.critic.optimizer.param_groups:

@@ -196,3 +196,19 @@ def test_lean_sac_updates_as_sac_does_without_the_actor_steps_critic_gradients(t
     loaded.train(gradient_steps=4, batch_size=8)
     assert loaded_counts[0] == 4  # the hooks come back with a load
     assert all(p.requires_grad for p in loaded.critic.parameters())
+
+
+def test_lean_sac_unfreezes_the_critics_when_an_update_fails_between_its_steps():
+    from pretrain.downstream.protocol import LeanSAC
+
+    agent = LeanSAC("MlpPolicy", _Box(), learning_starts=20, batch_size=8, policy_kwargs={"net_arch": [8]},
+                    seed=0, device="cpu")
+    agent.learn(25)
+
+    def failing_step(*args, **kwargs):
+        raise RuntimeError("actor step failed")
+
+    agent.actor.optimizer.step = failing_step  # the critics' step has frozen them when this raises
+    with pytest.raises(RuntimeError, match="actor step failed"):
+        agent.train(gradient_steps=1, batch_size=8)
+    assert all(p.requires_grad for p in agent.critic.parameters())
