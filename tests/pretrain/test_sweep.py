@@ -162,27 +162,33 @@ def test_a_sweep_file_takes_no_config_seeds_or_grid_and_only_names_its_labels(tm
     assert not (tmp_path / "sweep").exists()
 
 
-def test_the_comparison_file_gives_every_method_its_algo_and_budget():
+def test_the_comparison_file_gives_every_method_its_algo_budget_and_chosen_setting():
+    text = yaml.safe_load((ROOT / "benchmarks" / "comparison.yaml").read_text())
     read = read_sweep_file(ROOT / "benchmarks" / "comparison.yaml")
     configs = {trial.name: trial.config(2) for trial in read.trials}
-    assert len(configs) == 2 * 5 * 2  # envs x methods x seeds
+    methods = text["methods"]
+    assert len(configs) == 2 * len(methods) * 2  # envs x methods x seeds
     assert {(c.env_id, c.algo) for c in configs.values()} == {
         (env, algo) for env in ("metra/Ant-v0", "metra/HalfCheetah-v0") for algo in ("metra", "lsd", "diayn", "dads",
                                                                                       "cic")}
-    budgets = yaml.safe_load((ROOT / "benchmarks" / "comparison.yaml").read_text())["epochs"]
-    assert all(configs[f"{env}-{method}-seed={seed}"].epochs == epochs for env, table in budgets.items()
+    assert all(configs[f"{env}-{method}-seed={seed}"].epochs == epochs for env, table in text["epochs"].items()
                for method, epochs in table.items() for seed in (0, 1))
     # Seeds outermost: a sweep stopped part-way has every method of every env on seed 0 before any on seed 1.
-    assert [trial.seed for trial in read.trials] == [0] * 10 + [1] * 10
+    assert [trial.seed for trial in read.trials] == [0] * (2 * len(methods)) + [1] * (2 * len(methods))
     ant, cheetah = configs["ant-metra-seed=0"], configs["half_cheetah-metra-seed=0"]
     assert ant.seed == 0 and configs["ant-metra-seed=1"].seed == 1
     assert cheetah.discrete_skills and cheetah.epochs < ant.epochs
-    for name, config in configs.items():  # the shared backbone settings of the env's config
-        base = load_config("ant" if name.startswith("ant") else "half_cheetah")
-        assert (config.net_width, config.gradient_steps, config.learning_rate) == (
-            base.net_width, base.gradient_steps, base.learning_rate)
+    # Section 2's choices: LSD at the paper's 50 gradient steps, DADS at the paper's learning rate.
+    assert configs["ant-lsd_gs50-seed=0"].gradient_steps == 50
+    assert configs["half_cheetah-dads_lr0.0001-seed=1"].learning_rate == 1e-4
+    for name, config in configs.items():  # the shared backbone settings of the env's config, but for the choice
+        env, method = name.rsplit("-seed=", 1)[0].split("-", 1)
+        base = load_config(env)
+        chosen = {key: value for key, value in methods[method].items() if key != "algo"}
+        shared = {"net_width": base.net_width, "gradient_steps": base.gradient_steps,
+                  "learning_rate": base.learning_rate, **chosen}
+        assert {key: getattr(config, key) for key in shared} == shared, name
         assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
-
 
 
 def test_only_adds_up_labels_of_one_kind_and_narrows_down_across_envs_and_methods():
@@ -193,7 +199,9 @@ def test_only_adds_up_labels_of_one_kind_and_narrows_down_across_envs_and_method
     assert names("ant", "cic", "dads") == {"ant-cic", "ant-dads"}  # issue 42's longer runs alone
     assert names("cic") == {"ant-cic", "half_cheetah-cic"}
     assert names("ant", "half_cheetah", "metra") == {"ant-metra", "half_cheetah-metra"}
-    assert len(names("ant")) == 5
+    assert len(names("ant")) == 7
+    assert names("ant", "metra", "cic", "dads_lr0.0001", "lsd_gs50") == {
+        "ant-metra", "ant-cic", "ant-dads_lr0.0001", "ant-lsd_gs50"}  # section 1's runs on Ant
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "benchmarks").glob("*.yaml")
