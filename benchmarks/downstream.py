@@ -227,9 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     sweep.add_argument("--run-root", type=Path, required=True, help="its run files go to RUN_ROOT/runs/")
     sweep.add_argument("--cpus-per-run", type=int, default=1)
     sweep.add_argument("--address", help="a Ray cluster to join (default: Ray on this machine)")
-    sweep.add_argument("--seeds", type=int, nargs="+", help="only these seeds of the file")
-    sweep.add_argument("--only", nargs="+", help="only runs of these tasks, agents or protocols (names of one kind "
-                       "add up, kinds narrow down: `--only controller paper` is the paper's controller alone)")
+    # extend: a repeated flag adds up, as metra-pretrain sweep's --only does (a plain nargs="+" would keep the last)
+    sweep.add_argument("--seeds", type=int, nargs="+", action="extend", help="only these seeds of the file")
+    sweep.add_argument("--only", nargs="+", action="extend", help="only runs of these tasks, agents or protocols "
+                       "(names of one kind add up, kinds narrow down: `--only controller paper` is the paper's "
+                       "controller alone; the flag may repeat)")
     for flag, what in (("--steps", "every task's budget of low-level steps"), ("--eval-every", "low-level steps"),
                        ("--eval-episodes", "episodes"), ("--final-episodes", "episodes")):
         sweep.add_argument(flag, type=int, help=f"replaces the file's ({what})")

@@ -125,6 +125,19 @@ def test_only_adds_up_names_of_one_kind_and_narrows_down_across_kinds():
         select(specs, ["random", "paper"])  # a reference controller has no protocol
 
 
+def test_the_sweep_command_adds_up_a_repeated_only_and_seeds(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("downstream_cli", ROOT / "benchmarks" / "downstream.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    seen = {}
+    monkeypatch.setattr(cli, "_sweep", lambda args: seen.update(only=args.only, seeds=args.seeds) or 0)
+    assert cli.main(["sweep", "f.yaml", "--run-root", "r", "--only", "v0.3", "--only", "cheetah_goal", "cheetah_hurdle",
+                     "--seeds", "0", "--seeds", "1"]) == 0
+    assert seen == {"only": ["v0.3", "cheetah_goal", "cheetah_hurdle"], "seeds": [0, 1]}
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("seeds: [0]\ntasks: {ant: 10}\nagents: {controller: [paper]}", "unknown task 'ant'"),
     ("seeds: [0]\ntasks: {ant_multigoals: 10}\nagents: {controller: [paper2]}", "agents.controller must list some"),

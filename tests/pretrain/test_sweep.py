@@ -188,7 +188,12 @@ def test_the_comparison_file_gives_every_method_its_algo_budget_and_chosen_setti
         shared = {"net_width": base.net_width, "gradient_steps": base.gradient_steps,
                   "learning_rate": base.learning_rate, **chosen}
         assert {key: getattr(config, key) for key in shared} == shared, name
+        assert config.algo == methods[method].get("algo", method), name
         assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
+    # HalfCheetah's seed 0 of each chosen setting is its screen's run (a copy of the folder): the same config.
+    screens = {t.name: t.config(2) for t in read_sweep_file(ROOT / "benchmarks" / "comparison_screens.yaml").trials}
+    for name in ("half_cheetah-lsd_gs50-seed=0", "half_cheetah-dads_lr0.0001-seed=0"):
+        assert configs[name].to_dict() == screens[name].to_dict()
 
 
 def test_only_adds_up_labels_of_one_kind_and_narrows_down_across_envs_and_methods():
