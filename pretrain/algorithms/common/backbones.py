@@ -337,12 +337,14 @@ class SkillSAC(SkillDiscoveryMixin, SAC):
         actions_pi, log_prob = self.actor.action_log_prob(batch.observations)
         log_prob = log_prob.reshape(-1, 1)
         self.critic.requires_grad_(False)  # the actor step needs no critic weight gradients: skip computing them
-        q_pi = th.min(th.cat(self.critic(batch.observations, actions_pi), dim=1), dim=1, keepdim=True)[0]
-        actor_loss = (alpha * log_prob - q_pi).mean()
-        self.actor.optimizer.zero_grad()
-        actor_loss.backward()
-        self.actor.optimizer.step()
-        self.critic.requires_grad_(True)
+        try:
+            q_pi = th.min(th.cat(self.critic(batch.observations, actions_pi), dim=1), dim=1, keepdim=True)[0]
+            actor_loss = (alpha * log_prob - q_pi).mean()
+            self.actor.optimizer.zero_grad()
+            actor_loss.backward()
+            self.actor.optimizer.step()
+        finally:  # an interrupted step (Ctrl-C in a notebook, then learn() again) must not leave the critics frozen
+            self.critic.requires_grad_(True)
 
         stats = {"train/critic_loss": critic_loss, "train/actor_loss": actor_loss, "train/ent_coef": alpha}
         if self.ent_coef_optimizer is not None:  # a fixed alpha (e.g. Kitchen's 0.01) skips this step

@@ -104,3 +104,18 @@ def test_an_environment_drawing_skills_of_another_prior_is_refused():
                       SkillSAC)
     obs, _ = SkillConditioned(make(), 2, False, prior="gaussian").reset(seed=0)
     assert np.isfinite(obs).all()
+
+
+def test_an_interrupted_actor_step_leaves_the_critics_learning(tmp_path):
+    """The actor step freezes the critics' weights; however it ends, they learn again (a KeyboardInterrupt caught in
+    a notebook, then ``learn`` again, must not train on with frozen critics)."""
+    model, _ = tiny_model(tmp_path, algo="metra")
+    batch = _batch(model)
+
+    def interrupted_step(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    model.actor.optimizer.step = interrupted_step
+    with pytest.raises(KeyboardInterrupt):
+        model._sac_step(batch, th.zeros(len(batch.dones), 1), update_target=False)
+    assert all(weight.requires_grad for weight in model.critic.parameters())
