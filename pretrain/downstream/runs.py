@@ -109,9 +109,11 @@ def is_finished(path: Path, spec: RunSpec) -> bool:
     return bool(row and row.get("finished") and row.get("settings") == spec.settings())
 
 
-def _sb3_class(agent: Any) -> str:
-    """The Stable-Baselines3 class whose ``load`` reads the agent's zip (``SAC`` for :class:`~pretrain.downstream.protocol.LeanSAC`)."""
-    return next(cls.__name__ for cls in type(agent).__mro__ if cls.__module__.startswith("stable_baselines3."))
+def sb3_class(agent: Any) -> str:
+    """The Stable-Baselines3 (or sb3-contrib) class whose ``load`` reads the agent's zip (``SAC`` for
+    :class:`~pretrain.downstream.protocol.LeanSAC`, ``TQC`` for a subclass of sb3-contrib's TQC)."""
+    return next(cls.__name__ for cls in type(agent).__mro__
+                if cls.__module__.startswith(("stable_baselines3.", "sb3_contrib.")))
 
 
 def _summary(returns: list[float]) -> dict[str, Any]:
@@ -198,7 +200,7 @@ def _train(spec: RunSpec, path: Path, row: dict[str, Any], start: float, states:
         start -= saved["seconds"]  # seconds count the run's time in every process that worked on it
         row.update({**saved, "writer": row["writer"], "resumes": saved.get("resumes", 0) + 1})
     else:
-        row.update(algorithm=_sb3_class(agent), low_level_steps_per_agent_step=scale, points=[],
+        row.update(algorithm=sb3_class(agent), low_level_steps_per_agent_step=scale, points=[],
                    pretraining_settings=SACSettings.of_checkpoint(checkpoint_config(spec.task,
                                                                                     spec.checkpoint)).as_dict())
         returns = agent_returns(agent, eval_env, seeds)  # the untrained controller

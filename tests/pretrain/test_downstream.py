@@ -212,3 +212,17 @@ def test_lean_sac_unfreezes_the_critics_when_an_update_fails_between_its_steps()
     with pytest.raises(RuntimeError, match="actor step failed"):
         agent.train(gradient_steps=1, batch_size=8)
     assert all(p.requires_grad for p in agent.critic.parameters())
+
+
+def test_a_run_records_the_stable_baselines3_class_that_loads_its_zip():
+    from sb3_contrib import TQC
+    from stable_baselines3 import PPO
+
+    from pretrain.downstream.protocol import LeanSAC
+    from pretrain.downstream.runs import sb3_class
+
+    class OurTQC(TQC):
+        pass
+
+    # Instances without their set-up: only the class matters.
+    assert [sb3_class(cls.__new__(cls)) for cls in (LeanSAC, PPO, OurTQC)] == ["SAC", "PPO", "TQC"]
