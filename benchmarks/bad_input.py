@@ -1081,7 +1081,7 @@ def issue45_env_cases(run: Runner) -> list[Row]:
             finally:
                 env.close()
 
-        rows.append(call(g, "gym.make('metra/Kitchen-v0', obs_type='state').step([nan] * 9)", kitchen_nan))
+        rows.append(call(g, "gym.make('metra/Kitchen-v0', obs_type='state').step([nan] * 7)", kitchen_nan))
     exits = [("an Ant rendered", "gym.make('metra/Ant-v0', render_mode='rgb_array')")]
     if _optional("dm_control"):
         exits.append(("a pixel Quadruped and an Ant rendered", "gym.make('metra/Quadruped-v0', frame_size=16), "

@@ -128,10 +128,10 @@ def _export(args: argparse.Namespace) -> int:
             source = args.paths[0]
             if (Path(source) / "model.safetensors").is_file():  # a skill checkpoint (a snapshot), not a run folder
                 out = export_checkpoint(source, args.paths[1], force=args.force, command=args.command_line,
-                                        held_out=args.held_out, goals=args.goals)
+                                        held_out=args.held_out, goals=args.goals, figures=args.figure or ())
             else:
                 out = export_run(source, args.paths[1], force=args.force, command=args.command_line,
-                                 held_out=args.held_out, goals=args.goals)
+                                 held_out=args.held_out, goals=args.goals, figures=args.figure or ())
     except (ConfigError, ResumeError, CheckpointError) as error:
         return _fail(error)
     except OSError as error:
@@ -274,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="record a held-out evaluation (the coverage.json of metra-pretrain evaluate)")
     export.add_argument("--goals", metavar="GOAL_JSON",
                         help="record zero-shot results (the goal_reaching.json of metra-pretrain goal-eval)")
+    export.add_argument("--figure", nargs=2, action="append", metavar=("PNG", "CAPTION"),
+                        help="a figure for the model card, copied beside it (repeatable; for example the tasks.png "
+                             "of metra-pretrain evaluate and what it shows)")
     export.add_argument("--command-line", help="the training command to record in the model card")
     export.set_defaults(func=_export)
 

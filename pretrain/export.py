@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,8 @@ import numpy as np
 import torch as th
 
 from metra_gym.networks import PhiNetwork, SkillActor, pixel_encoder
-from metra_gym.skill_checkpoint.format import CONFIG_SHA256_KEY, SHA256_KEY, read_config, read_weights
-from metra_gym.skill_checkpoint.writer import write_checkpoint
+from metra_gym.skill_checkpoint.format import CONFIG_SHA256_KEY, FIGURES_KEY, SHA256_KEY, read_config, read_weights
+from metra_gym.skill_checkpoint.writer import checked_figures, write_checkpoint
 from pretrain.algorithms import algorithm_class
 from pretrain.algorithms.common.skill_export import (
     actor_activation,
@@ -40,7 +41,8 @@ MACHINE = "2-core CPU, no GPU"  # what the model card says the skills were train
 
 def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, command: str | None = None,
                machine: str = MACHINE, extra_provenance: dict[str, Any] | None = None,
-               held_out: str | Path | None = None, goals: str | Path | None = None) -> Path:
+               held_out: str | Path | None = None, goals: str | Path | None = None,
+               figures: Sequence[tuple[str | Path, str]] = ()) -> Path:
     """Write a run's skills from its newest run state as a skill checkpoint folder (config.json, model.safetensors,
     README.md), atomically. The run may still be training: nothing of it is moved or written.
 
@@ -52,9 +54,12 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
     :param extra_provenance: more entries of the provenance.
     :param held_out: the ``coverage.json`` of ``metra-pretrain evaluate`` of the same networks.
     :param goals: the ``goal_reaching.json`` of ``metra-pretrain goal-eval`` of the same networks.
+    :param figures: ``(PNG file, caption)`` pairs for the model card (the figures of ``metra-pretrain evaluate``).
     :raises ResumeError, ConfigError: for a folder without a usable run state, or an edited or damaged one.
+    :raises CheckpointError: for a figure that is not a PNG file or has no caption.
     """
     out_dir = Path(out_dir)
+    checked_figures(figures)  # a bad figure is refused before the run is loaded
     run = RunFolder.open(run_dir)
     check_out_dir(out_dir, force)
     model = run.load_model(device="cpu")
@@ -76,14 +81,16 @@ def export_run(run_dir: str | Path, out_dir: str | Path, force: bool = False, co
         **(extra_provenance or {}),
     }
     provenance.update(measured_provenance(held_out, goals, of=provenance))
-    return export_model(model, run.config, out_dir, provenance)
+    return export_model(model, run.config, out_dir, provenance, figures)
 
 
 def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bool = False,
                       command: str | None = None, held_out: str | Path | None = None,
-                      goals: str | Path | None = None, machine: str = MACHINE) -> Path:
+                      goals: str | Path | None = None, machine: str = MACHINE,
+                      figures: Sequence[tuple[str | Path, str]] = ()) -> Path:
     """Write a skill checkpoint (a run's snapshot, ``RUN_DIR/snapshots/epoch_*``) again with the results measured on
-    those networks in its provenance and model card; the weights are copied unchanged (the same sha256).
+    those networks in its provenance and model card; the weights are copied unchanged (the same sha256), and so
+    are the checkpoint's figures, unless a figure given has the same file name.
 
     :param checkpoint_dir: the skill checkpoint folder to copy.
     :param out_dir: the checkpoint folder to write (it may be ``checkpoint_dir`` itself, with ``force``).
@@ -91,16 +98,22 @@ def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bo
     :param held_out: the ``coverage.json`` of ``metra-pretrain evaluate`` of this checkpoint.
     :param goals: the ``goal_reaching.json`` of ``metra-pretrain goal-eval`` of this checkpoint.
     :param machine: what the networks were trained on, for the card (where the checkpoint does not say).
-    :raises CheckpointError: for a damaged checkpoint. :raises ConfigError: for evaluation files of other networks.
+    :param figures: ``(PNG file, caption)`` pairs for the model card, after the checkpoint's own.
+    :raises CheckpointError: for a damaged checkpoint or a bad figure. :raises ConfigError: for evaluation files of
+        other networks.
     """
     out_dir = Path(out_dir)
     check_out_dir(out_dir, force)  # with force, the checkpoint itself may be written again in place
     config = read_config(Path(checkpoint_dir))
     tensors = read_weights(Path(checkpoint_dir), config)
+    given = checked_figures(figures)
+    kept = [(Path(checkpoint_dir) / entry["file"], entry["caption"])
+            for entry in config["provenance"].get(FIGURES_KEY, [])
+            if entry["file"] not in given and (Path(checkpoint_dir) / entry["file"]).is_file()]  # a Hub copy: none
     provenance = {"machine": machine, **config["provenance"], **({"command": command} if command else {}),
                   **measured_provenance(held_out, goals, of=config["provenance"])}
     rest = {key: value for key, value in config.items() if key not in (SHA256_KEY, CONFIG_SHA256_KEY)}
-    return write_checkpoint(tensors, {**rest, "provenance": provenance}, out_dir)
+    return write_checkpoint(tensors, {**rest, "provenance": provenance}, out_dir, [*kept, *figures])
 
 
 def measured_provenance(held_out: str | Path | None, goals: str | Path | None,

@@ -49,6 +49,9 @@ ACTOR_ACTIVATIONS = ("tanh", "relu")  # the keys of metra_gym.networks.ACTIVATIO
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 CARD = "README.md"
+# The model card's figures (PNG files beside the card, listed with their captions in the provenance); the
+# networks do not need them, so a checkpoint is read and loaded the same with or without them.
+FIGURES_KEY = "figures"
 REQUIRED_KEYS = ("format_version", "env_id", "env_kwargs", "obs_dim", "action_dim", "action_low", "action_high",
                  "skill_dim", "discrete_skills", "actor_hidden", "phi_hidden", "normalizer", "provenance")
 SHA256_KEY = "weights_sha256"

@@ -9,6 +9,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from metra_gym.skill_checkpoint.format import (
     CARD,
     CONFIG,
     CONFIG_SHA256_KEY,
+    FIGURES_KEY,
     PIXELS_KEY,
     PLAIN_POLICY_VERSION,
     POSTERIOR_KEY,
     SHA256_KEY,
     WEIGHTS,
+    CheckpointError,
     config_sha256,
 )
 from metra_gym.skill_priors import DESCRIPTIONS, UNIT
@@ -133,6 +136,10 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
             *_result_rows(provenance, held_out, goals, tasks)]
     rows = [(name, value) for name, value in rows if value is not None]
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
+    figures = "".join(f"![{entry['caption']}]({entry['file']})\n\n{entry['caption']}\n\n"
+                      for entry in provenance.get(FIGURES_KEY, []))
+    figures = "## Figures\n\n" + figures if figures else ""
+    figure_files = ", the figures above (PNG)" if figures else ""
     body = f"""
 # {algo} {what} for {config['env_id']}
 
@@ -145,14 +152,14 @@ metra-gym ({provenance.get('algorithm')}). Skills: {skills}.
 
 Training command: `{provenance.get('command')}`
 
-## Usage
+{figures}## Usage
 
 ```python
 {usage_snippet(config)}
 ```
 
 Files: `{WEIGHTS}` (actor and phi, float32, no pickle), `{CONFIG}` (environment, normaliser, network shape, the
-sha256 of the weights and of the file itself, training configuration and provenance).
+sha256 of the weights and of the file itself, training configuration and provenance){figure_files}.
 """
     return ModelCard("---\n" + _yaml(metadata) + "---\n" + body)
 
@@ -220,13 +227,47 @@ def _yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_dir: Path) -> Path:
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # the first 8 bytes of every PNG file
+
+
+def checked_figures(figures: Sequence[tuple[str | Path, str]]) -> dict[str, tuple[Path, str]]:
+    """The model card's figures by file name, checked before anything is written: each an existing PNG file with
+    a caption, no two of one name.
+
+    :param figures: ``(PNG file, caption)`` pairs, in the card's order.
+    :raises CheckpointError: naming the figure and what to do.
+    """
+    checked: dict[str, tuple[Path, str]] = {}
+    for source, caption in figures:
+        source = Path(source)
+        if source.suffix.lower() != ".png" or not source.is_file() or source.read_bytes()[:8] != PNG_SIGNATURE:
+            raise CheckpointError(f"figure {source} is not a PNG file; give an existing .png (for example the "
+                                  "tasks.png or trajectories.png of metra-pretrain evaluate)")
+        if not str(caption).strip():
+            raise CheckpointError(f"figure {source} has an empty caption; say in a few words what it shows")
+        if source.name in checked:  # (a .png is never named as config.json, the weights or the card)
+            raise CheckpointError(f"two figures are named {source.name}; rename one of them")
+        checked[source.name] = (source, str(caption).strip())
+    return checked
+
+
+def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_dir: Path,
+                     figures: Sequence[tuple[str | Path, str]] = ()) -> Path:
     """Write a checkpoint folder atomically (temporary folder renamed); config.json records the weights' sha256 and
     its own (:func:`~metra_gym.skill_checkpoint.format.config_sha256`).
 
     A failed write (a full disk: an ``OSError``) leaves nothing behind, and the temporary folders of an earlier
-    export that was killed are removed first."""
+    export that was killed are removed first.
+
+    :param figures: ``(PNG file, caption)`` pairs copied beside the model card, which shows them; the provenance
+        lists them (``figures``), replacing any list the given config had.
+    """
     out_dir = Path(out_dir)
+    figure_files = checked_figures(figures)  # before anything is written
+    provenance = {key: value for key, value in config["provenance"].items() if key != FIGURES_KEY}
+    if figure_files:
+        provenance[FIGURES_KEY] = [{"file": name, "caption": caption} for name, (_, caption) in figure_files.items()]
+    config = {**config, "provenance": provenance}
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     remove_temporaries(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(out_dir), dir=out_dir.parent))
@@ -238,6 +279,8 @@ def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_
         config = {**config, SHA256_KEY: hashlib.sha256(weights).hexdigest()}
         config[CONFIG_SHA256_KEY] = config_sha256(config)  # last: it covers every other key
         (tmp / CONFIG).write_text(json.dumps(config, indent=1))
+        for name, (source, _) in figure_files.items():  # read before out_dir (maybe their folder) is replaced
+            (tmp / name).write_bytes(source.read_bytes())
         model_card(config, out_dir.name).save(tmp / CARD)
         give_usual_mode(tmp)  # mkdtemp makes it private; a checkpoint is meant to be shared
         if out_dir.exists():

@@ -41,3 +41,35 @@ def test_push_to_hub_checks_the_folder_then_uploads_it(tmp_path, monkeypatch):
     with pytest.raises(CheckpointError, match="truncated or corrupted"):
         push_to_hub(broken, "me/ant")
     assert calls == []
+
+
+def test_push_to_hub_uploads_the_cards_figures_and_refuses_a_folder_without_them(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from metra_gym.skill_checkpoint.format import read_config, read_weights
+    from metra_gym.skill_checkpoint.writer import write_checkpoint
+
+    uploaded = []
+
+    class RecordingApi:
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, repo_id, private, exist_ok):
+            pass
+
+        def upload_folder(self, folder_path, repo_id, revision, allow_patterns, commit_message):
+            uploaded.append(sorted(allow_patterns))
+            return "https://hub/commit/2"
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
+    figure = tmp_path / "paths.png"
+    figure.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))
+    config = read_config(BUNDLED)
+    folder = write_checkpoint(read_weights(BUNDLED, config), config, tmp_path / "ckpt", [(figure, "the paths")])
+    assert push_to_hub(folder, "me/ant") == "https://hub/commit/2"
+    assert uploaded == [["README.md", "config.json", "model.safetensors", "paths.png"]]
+    (folder / "paths.png").unlink()
+    with pytest.raises(CheckpointError, match=r"lacks the figures its model card shows \(paths.png\)"):
+        push_to_hub(folder, "me/ant")
+    assert len(uploaded) == 1

@@ -197,3 +197,59 @@ def test_untrained_export_of_a_pixel_config_loads_and_goal_eval_refuses_it_clear
     err = capsys.readouterr().err
     assert "skills trained on pixels; zero-shot goal reaching" in err and err.count("error:") == 1
     assert not (tmp_path / "goals").exists()
+
+
+def _png(path: Path, color: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.set_facecolor(color)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def test_figures_go_beside_the_model_card_and_stay_through_an_export_in_place(tmp_path, capsys):
+    untrained = tmp_path / "untrained"
+    assert main(["export", "--untrained", "--config", "point_mass", str(untrained)]) == 0
+    paths, tasks = _png(tmp_path / "paths.png", "red"), _png(tmp_path / "tasks.png", "blue")
+    out = tmp_path / "ckpt"
+    assert main(["export", str(untrained), str(out), "--figure", str(paths), "the hand's paths"]) == 0
+    card = (out / "README.md").read_text()
+    assert "## Figures" in card and "![the hand's paths](paths.png)" in card
+    assert (out / "paths.png").read_bytes() == paths.read_bytes()
+    policy = SkillPolicy.from_pretrained(out)  # the networks load as without figures
+    assert policy.config["provenance"]["figures"] == [{"file": "paths.png", "caption": "the hand's paths"}]
+    # In place, with a second figure: the first is kept (its file and caption), the second added after it.
+    assert main(["export", str(out), str(out), "--force", "--figure", str(tasks), "which tasks each skill does"]) == 0
+    card = (out / "README.md").read_text()
+    assert card.index("](paths.png)") < card.index("![which tasks each skill does](tasks.png)")
+    assert (out / "paths.png").read_bytes() == paths.read_bytes() and (out / "tasks.png").read_bytes() == tasks.read_bytes()
+    assert SkillPolicy.from_pretrained(out).config["weights_sha256"] == policy.config["weights_sha256"]
+    # Without figures, a card has no figure section.
+    assert "## Figures" not in (untrained / "README.md").read_text()
+
+
+@pytest.mark.parametrize(("figures", "message"), [
+    ([("missing.png", "a caption")], "missing.png is not a PNG file"),
+    ([("text.png", "a caption")], "text.png is not a PNG file"),
+    ([("ok.png", " ")], "ok.png has an empty caption"),
+    ([("config.json", "a caption")], "config.json is not a PNG file"),
+    ([("ok.png", "a caption"), ("ok.png", "again")], "are named ok.png"),
+])
+def test_a_bad_figure_is_one_clear_error_and_nothing_is_written(tmp_path, capsys, figures, message):
+    untrained = tmp_path / "untrained"
+    assert main(["export", "--untrained", "--config", "point_mass", str(untrained)]) == 0
+    _png(tmp_path / "ok.png", "red")
+    (tmp_path / "text.png").write_text("not an image")
+    (tmp_path / "config.json").write_text("{}")
+    out = tmp_path / "ckpt"
+    args = ["export", str(untrained), str(out)]
+    for name, caption in figures:
+        args += ["--figure", str(tmp_path / name), caption]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -5,6 +5,7 @@ and where they came from, written by :mod:`metra_gym.skill_checkpoint.writer`. W
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,11 +148,13 @@ def skill_checkpoint_config(run_config: PretrainConfig, skill_prior: str, has_ph
                     **provenance})  # a model built in Python records the config keys it says exactly
 
 
-def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any]) -> Path:
+def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: dict[str, Any],
+                 figures: Sequence[tuple[str | Path, str]] = ()) -> Path:
     """Write a model's skill policy (and phi) as a skill checkpoint folder (atomically). The networks' hidden widths
     are read from the weights, so any MLP the model was built with is recorded as it is.
 
     :param run_config: the configuration the model was trained with (or one that describes it).
+    :param figures: ``(PNG file, caption)`` pairs for the model card.
     """
     pixels = None
     if getattr(model, "pixels", False):
@@ -169,7 +172,7 @@ def export_model(model, run_config: PretrainConfig, out_dir: Path, provenance: d
                                      phi_hidden=hidden_widths(tensors, "phi.net.") if learner.has_phi else None,
                                      skill_posterior_hidden=(hidden_widths(tensors, "skill_posterior.net.")
                                                              if "skill_posterior.net.0.weight" in tensors else None))
-    return write_checkpoint(tensors, config, out_dir)
+    return write_checkpoint(tensors, config, out_dir, figures)
 
 
 def export_skills(model, out_dir: str | Path, force: bool = False) -> Path:
