@@ -119,7 +119,8 @@ def _export(args: argparse.Namespace) -> int:
             if len(args.paths) != 1:
                 raise ConfigError("export --untrained takes one folder: metra-pretrain export --untrained "
                                   "--config ant OUT_DIR")
-            out = export_untrained(load_config(args.config, args.set), args.paths[0], force=args.force)
+            out = export_untrained(load_config(args.config, args.set), args.paths[0], force=args.force,
+                                   figures=args.figure or ())
             source = f"untrained {args.config} networks"
         else:
             if len(args.paths) != 2:
@@ -276,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="record zero-shot results (the goal_reaching.json of metra-pretrain goal-eval)")
     export.add_argument("--figure", nargs=2, action="append", metavar=("PNG", "CAPTION"),
                         help="a figure for the model card, copied beside it (repeatable; for example the tasks.png "
-                             "of metra-pretrain evaluate and what it shows)")
+                             "of metra-pretrain evaluate and what it shows). An export of a checkpoint keeps its "
+                             "figures; to drop one, delete its file first")
     export.add_argument("--command-line", help="the training command to record in the model card")
     export.set_defaults(func=_export)
 

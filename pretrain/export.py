@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -106,14 +107,20 @@ def export_checkpoint(checkpoint_dir: str | Path, out_dir: str | Path, force: bo
     check_out_dir(out_dir, force)  # with force, the checkpoint itself may be written again in place
     config = read_config(Path(checkpoint_dir))
     tensors = read_weights(Path(checkpoint_dir), config)
+    # The checkpoint's figures in their order, a figure given under the same name in its place, then the new ones.
     given = checked_figures(figures)
-    kept = [(Path(checkpoint_dir) / entry["file"], entry["caption"])
-            for entry in config["provenance"].get(FIGURES_KEY, [])
-            if entry["file"] not in given and (Path(checkpoint_dir) / entry["file"]).is_file()]  # a Hub copy: none
+    listed = {entry["file"]: (Path(checkpoint_dir) / entry["file"], entry["caption"])
+              for entry in config["provenance"].get(FIGURES_KEY, [])}
+    absent = [name for name, (source, _) in listed.items() if name not in given and not source.is_file()]
+    if absent:  # a copy from the Hub holds the networks only
+        warnings.warn(f"{checkpoint_dir} lacks the figures its model card lists ({', '.join(absent)}); the checkpoint "
+                      "written leaves them out (give them again with --figure)", stacklevel=2)
+    merged = [given.get(name, figure) for name, figure in listed.items() if name not in absent]
+    merged += [figure for name, figure in given.items() if name not in listed]
     provenance = {"machine": machine, **config["provenance"], **({"command": command} if command else {}),
                   **measured_provenance(held_out, goals, of=config["provenance"])}
     rest = {key: value for key, value in config.items() if key not in (SHA256_KEY, CONFIG_SHA256_KEY)}
-    return write_checkpoint(tensors, {**rest, "provenance": provenance}, out_dir, [*kept, *figures])
+    return write_checkpoint(tensors, {**rest, "provenance": provenance}, out_dir, merged)
 
 
 def measured_provenance(held_out: str | Path | None, goals: str | Path | None,
@@ -156,10 +163,15 @@ def measured_provenance(held_out: str | Path | None, goals: str | Path | None,
     return result
 
 
-def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: bool = False) -> Path:
+def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: bool = False,
+                     figures: Sequence[tuple[str | Path, str]] = ()) -> Path:
     """A skill checkpoint of freshly initialised networks (the baseline of zero-shot and downstream results),
-    built from :mod:`metra_gym.networks` with the initialisation of a new training model, without training code."""
+    built from :mod:`metra_gym.networks` with the initialisation of a new training model, without training code.
+
+    :param figures: ``(PNG file, caption)`` pairs for the model card.
+    """
     out_dir = Path(out_dir)
+    checked_figures(figures)
     check_out_dir(out_dir, force)
     run_config = with_fitted_normalizer(run_config)
     import_env_module(run_config.env_id)
@@ -191,4 +203,4 @@ def export_untrained(run_config: PretrainConfig, out_dir: str | Path, force: boo
                   "command": f"metra-pretrain export --untrained --config ... {out_dir}"}
     config = skill_checkpoint_config(run_config, learner.skill_prior, learner.has_phi, obs_dim, action_space,
                                      provenance, pixels, skill_posterior_hidden=posterior)
-    return write_checkpoint({k: v.detach().float().contiguous() for k, v in tensors.items()}, config, out_dir)
+    return write_checkpoint({k: v.detach().float().contiguous() for k, v in tensors.items()}, config, out_dir, figures)

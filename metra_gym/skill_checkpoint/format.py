@@ -50,8 +50,10 @@ WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 CARD = "README.md"
 # The model card's figures (PNG files beside the card, listed with their captions in the provenance); the
-# networks do not need them, so a checkpoint is read and loaded the same with or without them.
+# networks do not need them, so a checkpoint is read and loaded the same with or without them. Plain file names (the
+# Hub's upload patterns are globs, and Markdown links end at a space or a parenthesis) and one-line captions.
 FIGURES_KEY = "figures"
+FIGURE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.png$")
 REQUIRED_KEYS = ("format_version", "env_id", "env_kwargs", "obs_dim", "action_dim", "action_low", "action_high",
                  "skill_dim", "discrete_skills", "actor_hidden", "phi_hidden", "normalizer", "provenance")
 SHA256_KEY = "weights_sha256"
@@ -194,6 +196,12 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
         fail("normalizer.std", "positive in every entry (observations are divided by it)")
     if not isinstance(config["provenance"], dict):
         fail("provenance", "a JSON object")
+    figures = config["provenance"].get(FIGURES_KEY, [])
+    if not (isinstance(figures, list) and all(isinstance(entry, dict) and is_figure_entry(entry) for entry in figures)
+            and len({entry["file"] for entry in figures}) == len(figures)):
+        raise CheckpointError(f"{path}: provenance {FIGURES_KEY!r} must be a list of {{\"file\": a plain NAME.png, "
+                              f"\"caption\": one line}}, each file once, got {_SHORT.repr(figures)}; re-export the "
+                              f"checkpoint (or correct {CONFIG})")
     if SHA256_KEY not in config and version >= 2:
         raise CheckpointError(f"{path} lacks {SHA256_KEY}, the sha256 of {WEIGHTS} that format version {version} "
                               "records, so the weights cannot be checked; re-export or re-download the checkpoint")
@@ -209,6 +217,13 @@ def _check_fields(config: dict[str, Any], path: Path) -> None:
             raise CheckpointError(f"{path} declares format version {version}, which has no {key!r} (version {since} "
                                   f"added it), but gives {key} {_SHORT.repr(config[key])}: the file was edited after "
                                   "export; re-download or re-export the checkpoint")
+
+
+def is_figure_entry(entry: dict[str, Any]) -> bool:
+    """Whether a model card figure's entry is ``{"file": a plain NAME.png, "caption": a non-empty line}``."""
+    file, caption = entry.get("file"), entry.get("caption")
+    return (isinstance(file, str) and FIGURE_NAME.match(file) is not None and isinstance(caption, str)
+            and caption.strip() != "" and "\n" not in caption and "\r" not in caption)
 
 
 def _check_pixels(pixels: Any, fail: Any) -> None:

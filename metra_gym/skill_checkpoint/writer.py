@@ -24,6 +24,7 @@ from metra_gym.skill_checkpoint.format import (
     CARD,
     CONFIG,
     CONFIG_SHA256_KEY,
+    FIGURE_NAME,
     FIGURES_KEY,
     PIXELS_KEY,
     PLAIN_POLICY_VERSION,
@@ -32,6 +33,7 @@ from metra_gym.skill_checkpoint.format import (
     WEIGHTS,
     CheckpointError,
     config_sha256,
+    is_figure_entry,
 )
 from metra_gym.skill_priors import DESCRIPTIONS, UNIT
 from metra_gym.version import __version__
@@ -136,7 +138,7 @@ def model_card(config: dict[str, Any], repo_name: str) -> ModelCard:
             *_result_rows(provenance, held_out, goals, tasks)]
     rows = [(name, value) for name, value in rows if value is not None]
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
-    figures = "".join(f"![{entry['caption']}]({entry['file']})\n\n{entry['caption']}\n\n"
+    figures = "".join(f"![{_alt_text(entry['caption'])}]({entry['file']})\n\n{entry['caption']}\n\n"
                       for entry in provenance.get(FIGURES_KEY, []))
     figures = "## Figures\n\n" + figures if figures else ""
     figure_files = ", the figures above (PNG)" if figures else ""
@@ -162,6 +164,11 @@ Files: `{WEIGHTS}` (actor and phi, float32, no pickle), `{CONFIG}` (environment,
 sha256 of the weights and of the file itself, training configuration and provenance){figure_files}.
 """
     return ModelCard("---\n" + _yaml(metadata) + "---\n" + body)
+
+
+def _alt_text(caption: str) -> str:
+    """A caption as a Markdown image's alternative text: its brackets escaped, so that the image link stays whole."""
+    return caption.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def _result_rows(provenance: dict[str, Any], held_out: dict[str, Any] | None, goals: dict[str, Any] | None,
@@ -232,23 +239,32 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # the first 8 bytes of every PNG file
 
 def checked_figures(figures: Sequence[tuple[str | Path, str]]) -> dict[str, tuple[Path, str]]:
     """The model card's figures by file name, checked before anything is written: each an existing PNG file with
-    a caption, no two of one name.
+    a plain name (letters, digits, ``.``, ``_``, ``-``) and a one-line caption, no two of one name.
 
     :param figures: ``(PNG file, caption)`` pairs, in the card's order.
     :raises CheckpointError: naming the figure and what to do.
     """
     checked: dict[str, tuple[Path, str]] = {}
     for source, caption in figures:
-        source = Path(source)
-        if source.suffix.lower() != ".png" or not source.is_file() or source.read_bytes()[:8] != PNG_SIGNATURE:
+        source, caption = Path(source), str(caption).strip()
+        if not FIGURE_NAME.match(source.name):
+            raise CheckpointError(f"figure {source}: name it with letters, digits, '.', '_' and '-' only, ending in "
+                                  ".png (the model card links it by its name)")
+        if not source.is_file() or _first_bytes(source) != PNG_SIGNATURE:
             raise CheckpointError(f"figure {source} is not a PNG file; give an existing .png (for example the "
                                   "tasks.png or trajectories.png of metra-pretrain evaluate)")
-        if not str(caption).strip():
-            raise CheckpointError(f"figure {source} has an empty caption; say in a few words what it shows")
-        if source.name in checked:  # (a .png is never named as config.json, the weights or the card)
+        if not is_figure_entry({"file": source.name, "caption": caption}):
+            raise CheckpointError(f"figure {source} needs a caption of one non-empty line; say in a few words what "
+                                  "it shows")
+        if source.name in checked:
             raise CheckpointError(f"two figures are named {source.name}; rename one of them")
-        checked[source.name] = (source, str(caption).strip())
+        checked[source.name] = (source, caption)
     return checked
+
+
+def _first_bytes(path: Path, size: int = len(PNG_SIGNATURE)) -> bytes:
+    with path.open("rb") as file:
+        return file.read(size)
 
 
 def write_checkpoint(tensors: dict[str, th.Tensor], config: dict[str, Any], out_dir: Path,

@@ -108,6 +108,16 @@ def test_bundled_checkpoints_are_format_2_with_their_hashes():
         assert config["config_sha256"] == config_sha256(config)
 
 
+def test_a_bundled_cards_figures_are_beside_it_and_shown():
+    for name in BUNDLED_NAMES:
+        folder = resolve_checkpoint(name)
+        card = (folder / "README.md").read_text()
+        for entry in read_config(folder)["provenance"].get("figures", []):
+            assert (folder / entry["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            assert f"]({entry['file']})" in card
+    assert read_config(resolve_checkpoint("kitchen_state"))["provenance"]["figures"]  # issue 40: paths and tasks
+
+
 @pytest.mark.parametrize("edit", [
     {"actor_activation": "relu", "format_version": 3},  # tanh weights run as a ReLU actor (issue 45), versions agree
     {"normalizer.std": [1.0] * 29},  # a valid value, another normaliser

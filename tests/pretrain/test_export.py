@@ -231,19 +231,54 @@ def test_figures_go_beside_the_model_card_and_stay_through_an_export_in_place(tm
     assert SkillPolicy.from_pretrained(out).config["weights_sha256"] == policy.config["weights_sha256"]
     # Without figures, a card has no figure section.
     assert "## Figures" not in (untrained / "README.md").read_text()
+    # The same name again replaces that figure (and its caption) in its place; a caption's brackets stay in the alt text.
+    (tmp_path / "sub").mkdir()
+    other = _png(tmp_path / "sub" / "paths.png", "green")
+    assert main(["export", str(out), str(out), "--force", "--figure", str(other), "paths [new]"]) == 0
+    card = (out / "README.md").read_text()
+    assert "![paths \\[new\\]](paths.png)" in card and "the hand's paths" not in card
+    assert card.index("](paths.png)") < card.index("](tasks.png)")
+    assert (out / "paths.png").read_bytes() == other.read_bytes()
+    # A copy without the figure files (a Hub download holds the networks only): exported with a warning, without them.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (bare / name).write_bytes((out / name).read_bytes())
+    with pytest.warns(UserWarning, match=r"lacks the figures its model card lists \(paths.png, tasks.png\)"):
+        assert main(["export", str(bare), str(tmp_path / "again")]) == 0
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    assert "figures" not in SkillPolicy.from_pretrained(tmp_path / "again").config["provenance"]
+
+
+@pytest.mark.parametrize("figures", ["x", [{"caption": "c"}], [{"file": "../other/x.png", "caption": "c"}],
+                                     [{"file": "x.png"}], [{"file": "x.png", "caption": "a"}] * 2])
+def test_a_checkpoint_whose_figure_list_is_malformed_is_one_clear_error(tmp_path, figures):
+    from metra_gym.skill_checkpoint.format import config_sha256, read_config
+
+    assert main(["export", "--untrained", "--config", "point_mass", str(tmp_path / "ckpt")]) == 0
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    config["provenance"]["figures"] = figures
+    config["config_sha256"] = config_sha256(config)  # as a well-formed file would have it
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="provenance 'figures' must be a list of"):
+        read_config(tmp_path / "ckpt")
 
 
 @pytest.mark.parametrize(("figures", "message"), [
     ([("missing.png", "a caption")], "missing.png is not a PNG file"),
     ([("text.png", "a caption")], "text.png is not a PNG file"),
-    ([("ok.png", " ")], "ok.png has an empty caption"),
-    ([("config.json", "a caption")], "config.json is not a PNG file"),
+    ([("ok.png", " ")], "ok.png needs a caption of one non-empty line"),
+    ([("ok.png", "two\n\n## lines")], "ok.png needs a caption of one non-empty line"),
+    ([("config.json", "a caption")], "config.json: name it with letters, digits"),
+    ([("my fig (1).png", "a caption")], "my fig (1).png: name it with letters, digits"),
+    ([("fig[1].png", "a caption")], "fig[1].png: name it with letters, digits"),
     ([("ok.png", "a caption"), ("ok.png", "again")], "are named ok.png"),
 ])
 def test_a_bad_figure_is_one_clear_error_and_nothing_is_written(tmp_path, capsys, figures, message):
     untrained = tmp_path / "untrained"
     assert main(["export", "--untrained", "--config", "point_mass", str(untrained)]) == 0
-    _png(tmp_path / "ok.png", "red")
+    for name in ("ok.png", "my fig (1).png", "fig[1].png"):
+        _png(tmp_path / name, "red")
     (tmp_path / "text.png").write_text("not an image")
     (tmp_path / "config.json").write_text("{}")
     out = tmp_path / "ckpt"
