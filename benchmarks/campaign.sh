@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The open campaigns (issues 41 and 42), started again on any machine in one command, and landed in another.
+#
+#   bash benchmarks/campaign.sh start   # from a git-archive copy of HEAD outside the work tree, at nice 19
+#   bash benchmarks/campaign.sh land    # regenerate the summaries from the run folders (no commit)
+#
+# One 2-CPU Ray cluster; every sweep joins it with --cpus-per-run 1, so that two runs share the machine. Run folders
+# live in $RUNS (default /work/runs; the work tree's runs/ links to it): the sweeps resume what is there and skip what
+# the landed results hold (benchmarks/results/downstream/paper/runs, results/comparison/finished_runs). Run states
+# do not outlive every machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue
+# puts first the runs that finish within a session (benchmarks/README.md: "Campaigns").
+#
+# Core A, in order: issue 42 section 1 (the comparison at equal env steps: Ant METRA seed 0, HalfCheetah LSD at 50
+# gradient steps and DADS at lr 1e-4 seed 1, Ant METRA seed 1, then the longer Ant runs), then section 3 (the
+# exploration methods). Core B: issue 41's paper controllers (benchmarks/downstream.yaml).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RUNS=${RUNS:-/work/runs}
+SRC=${CAMPAIGN_SRC:-/work/campaign/src}
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+BIN=$(dirname "$PY")
+
+start() {
+  mkdir -p "$RUNS" "$RUNS/downstream/runs"
+  [ -e "$ROOT/runs" ] || ln -s "$RUNS" "$ROOT/runs"
+  # the landed downstream runs: the sweep skips a finished run file of the same settings
+  cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/downstream/runs/"
+  "$BIN/ray" stop >/dev/null 2>&1 || true
+  rm -rf "$SRC" && mkdir -p "$SRC"
+  (cd "$ROOT" && git archive HEAD | tar -x -C "$SRC")
+  ln -sfn "$RUNS" "$SRC/runs"
+  cd "$SRC"
+  export PYTHON=$PY RUNS CAMPAIGN_SRC=$SRC
+  export PYTHONPATH=$SRC OMP_WAIT_POLICY=PASSIVE MUJOCO_GL=egl TUNE_MAX_PENDING_TRIALS_PG=1 PATH=$BIN:$PATH
+  nice -n 19 ray start --head --num-cpus 2 --include-dashboard false > "$RUNS/ray.log" 2>&1
+  nohup nice -n 19 bash "$SRC/benchmarks/campaign.sh" core-a > "$RUNS/core_a.log" 2>&1 &
+  sleep 60  # core A's first run takes its CPU before the downstream sweep asks for both
+  nohup nice -n 19 "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" \
+    --cpus-per-run 1 --address auto --only controller paper > "$RUNS/downstream.log" 2>&1 &
+  echo "started; logs: $RUNS/core_a.log $RUNS/downstream.log"
+}
+
+seeds() {  # a copy of a sweep file with the given seeds (the same run folders and configs: only the seed list differs)
+  local out=$SRC/sweeps/$(basename "$1" .yaml)_s${2// /_}.yaml
+  mkdir -p "$SRC/sweeps"
+  sed "s/^seeds: \[0, 1\]/seeds: [${2// /, }]/" "$1" > "$out"
+  echo "$out"
+}
+
+sweep() { "$PY" -m pretrain sweep "$@" --run-root "$RUNS/comparison" --cpus-per-run 1 --address auto; }
+
+core_a() {
+  cd "$SRC"
+  sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only metra
+  sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only lsd_gs50
+  sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only dads_lr0.0001
+  sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
+  sweep benchmarks/comparison.yaml --only ant --only lsd_gs50 --only cic --only dads_lr0.0001
+  sweep benchmarks/exploration.yaml --only ant
+}
+
+land() {
+  cd "$ROOT"
+  export MUJOCO_GL=egl OMP_WAIT_POLICY=PASSIVE
+  local finished
+  finished=$(grep -l '"finished": true' runs/downstream/runs/*.json || true)
+  [ -z "$finished" ] || cp -t benchmarks/results/downstream/paper/runs/ $finished
+  nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs benchmarks/results/downstream/paper/runs \
+    --out benchmarks/results/downstream/paper
+  nice -n 5 "$PY" benchmarks/comparison.py --run-root runs/comparison
+  if [ -n "$(ls runs/comparison/ant-{icm,lbs,rnd,apt,disagreement,aps}-seed=* -d 2>/dev/null)" ]; then
+    nice -n 5 "$PY" benchmarks/comparison.py --run-root runs/comparison --sweep-file benchmarks/exploration.yaml \
+      --out benchmarks/results/comparison/exploration --goals 0
+  fi
+  git status --short
+}
+
+case "${1:-}" in
+  start) start ;;
+  core-a) core_a ;;
+  land) land ;;
+  *) echo "usage: bash benchmarks/campaign.sh start | land" >&2; exit 2 ;;
+esac
