@@ -21,7 +21,8 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
 Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
 evaluation rows and end-of-run numbers go to ``OUT/finished_runs/NAME.json``, read back where the run folder is
 gone; a group that has finished fewer runs than the earlier ``OUT/summary.json`` had (runs gone before they were
-kept this way) stays as that summary has it.
+kept this way) stays as that summary has it, while its runs re-run since are measured and kept as any other and
+draw its held-out curve.
 
     python benchmarks/comparison.py --run-root runs/comparison --out benchmarks/results/comparison
 """
@@ -221,7 +222,11 @@ def carry_gone_groups(summary: dict[str, Any], earlier: Path) -> list[str]:
     for index, group in enumerate(summary["groups"]):
         old = before.get((group["env"], group["method"]))
         if old and old["curve"] and old["finished_seeds"] > group["finished_seeds"]:
-            summary["groups"][index] = {**old, "carried": "from the earlier summary.json: its run folders are gone"}
+            # The runs there now (re-run since) are still measured and kept: their end and their held-out points
+            # along the run (the group's held_out_curve), so that they outlive their folders too.
+            summary["groups"][index] = {**{k: v for k, v in old.items() if k != "held_out_curve"},
+                                        "carried": "from the earlier summary.json: its run folders are gone",
+                                        "runs_now": group["runs"]}
             carried.append(f"{group['env']}-{group['method']}")
     return carried
 
@@ -268,9 +273,10 @@ def main() -> None:
     if carried:
         print(f"  carried from the earlier summary (run folders gone): {', '.join(carried)}", flush=True)
     trials = {trial.name: trial for trial in read.trials}
-    for group in (g for g in summary["groups"] if "carried" not in g):
+    for group in summary["groups"]:
         seconds = group["epoch_seconds"]
-        for run in group["runs"]:
+        runs = group.pop("runs_now") if "carried" in group else group["runs"]
+        for run in runs:
             if not run["finished"]:  # a snapshot of a run still training is not its end
                 continue
             name = Path(run["run_dir"]).name
@@ -297,7 +303,11 @@ def main() -> None:
             if point is None and "held_out" not in run and earlier.get("epoch") == run["last"].get("epoch"):
                 run["held_out"] = earlier
             keep(kept_folder, name, Path(run["run_dir"]), point)
-        measured = [run["held_out"] for run in group["runs"] if "held_out" in run]
+        measured = [run["held_out"] for run in runs if "held_out" in run]
+        if "carried" in group:  # the group's ends stay the earlier summary's; its curve is of the runs there now
+            now = [Path(run["run_dir"]).name for run in runs if Path(run["run_dir"]).is_dir()]
+            group["carried"] += f"; held_out_curve: the runs re-run since ({', '.join(now)})" if now else ""
+            measured = []
         if measured:
             # Where the held-out points sit (the figure's dot): the measured runs' own ends, not the last epoch
             # every seed has reached (while a seed still trains, that is far before the finished runs' ends).
@@ -306,7 +316,7 @@ def main() -> None:
                                  "env_steps": float(np.mean([p["env_steps"] for p in measured])),
                                  "hours": float(np.mean([p["hours"] for p in measured]))}
         along = []
-        for run in group["runs"]:
+        for run in runs:
             name = Path(run["run_dir"]).name
             kept_points = args.out / "held_out_snapshots" / f"{name}.json"
             if args.no_held_out:  # what was measured before only

@@ -158,7 +158,10 @@ def plot(summary: dict[str, Any], path: Path, curve_key: str = "curve", ylabel: 
             curve = group[curve_key]
             mean = [point["mean"] for point in curve]
             low, high = [point["min"] for point in curve], [point["max"] for point in curve]
-            label = f"{group['method']} ({group['finished_seeds']} of {len(group['seeds'])} seeds finished)"
+            # The training curve is of the group's runs; another curve (held out, carried groups) says its own seeds.
+            label = (f"{group['method']} ({group['finished_seeds']} of {len(group['seeds'])} seeds finished)"
+                     if curve_key == "curve" else
+                     f"{group['method']} ({max(point.get('n', 0) for point in curve)} of {len(group['seeds'])} seeds)")
             final = group["final"]
             held = group.get("held_out") if curve_key == "curve" else None  # added by benchmarks/comparison.py
             for ax, x, key, scale in ((by_steps, [p["env_steps"] / 1e6 for p in curve], "env_steps", 1e6),

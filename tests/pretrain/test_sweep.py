@@ -5,6 +5,7 @@ The tests marked ``slow`` start Ray (about a minute each on a busy 2-core machin
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -524,3 +525,47 @@ def test_a_cli_run_is_continued_by_the_sweep_and_a_sweep_trial_by_the_cli(tmp_pa
 def test_a_trials_torch_threads_leave_the_overlapped_collectors_cores_free(settings, cpus, threads):
     trial = Trial(name="t", config_name="ant", overrides=settings, env="ant", method="metra", seed=0)
     assert trial.config(cpus).torch_threads == threads
+
+
+def test_a_rerun_in_a_group_carried_from_an_earlier_summary_is_measured_and_kept(tmp_path, monkeypatch):
+    """benchmarks/comparison.py: a group whose earlier runs' folders are gone keeps the earlier summary's numbers
+    until it finishes as many runs again; a run re-run meanwhile is still evaluated held out (its end and its
+    snapshots along the run) and kept beside the results, so that its numbers outlive its folder too."""
+    import importlib.util
+
+    from pretrain.run.trainer import train
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # as running the script puts its folder first
+    spec = importlib.util.spec_from_file_location("comparison_cli", ROOT / "benchmarks" / "comparison.py")
+    comparison = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(comparison)
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump({
+        "seeds": [0, 1], "envs": {"pm": "point_mass"}, "epochs": {"pm": {"metra": 2}},
+        "epoch_seconds": {"pm": {"metra": 1.8}},
+        "set": {"snapshot_every": 1, "learning_starts": 100, "net_width": 16,
+                "save_replay_buffer": False}, "methods": {"metra": {}}}))
+    trials = {t.name: t for t in read_sweep_file(sweep_file).trials}
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    monkeypatch.setattr(sys, "argv", ["comparison.py", "--sweep-file", str(sweep_file), "--run-root", str(runs),
+                                      "--out", str(out), "--goals", "0", "--held-out-every", "1"])
+    for name, trial in trials.items():
+        train(trial.config(1), runs / name, verbose=0)
+    comparison.main()  # both seeds finished: the earlier summary
+    earlier = json.loads((out / "summary.json").read_text())["groups"][0]
+    assert earlier["finished_seeds"] == 2 and "carried" not in earlier
+    # A new machine: the run folders gone, with nothing kept of them (as before runs were kept); seed 0 runs again.
+    shutil.rmtree(runs)
+    shutil.rmtree(out / "finished_runs")
+    shutil.rmtree(out / "held_out_snapshots")
+    train(trials["pm-metra-seed=0"].config(1), runs / "pm-metra-seed=0", verbose=0)
+    comparison.main()
+    group = json.loads((out / "summary.json").read_text())["groups"][0]
+    assert group["held_out"] == earlier["held_out"] and "carried" in group  # the ends stay the earlier summary's
+    assert "re-run since (pm-metra-seed=0)" in group["carried"]
+    assert [point["epoch"] for point in group["held_out_curve"]] == [1, 2]  # the re-run's snapshots, held out
+    kept_end = json.loads((out / "finished_runs" / "pm-metra-seed=0.json").read_text())["held_out"]
+    kept_along = json.loads((out / "held_out_snapshots" / "pm-metra-seed=0.json").read_text())["points"]
+    assert kept_end["epoch"] == 2 and kept_end["held_out_policy_coverage"] >= 1
+    assert [point["epoch"] for point in kept_along] == [1, 2]
+    assert kept_along[-1]["held_out_policy_coverage"] == kept_end["held_out_policy_coverage"]
