@@ -4,7 +4,9 @@
 #   bash benchmarks/campaign.sh start   # from a git-archive copy of HEAD outside the work tree, at nice 19
 #   bash benchmarks/campaign.sh land    # regenerate the summaries from the run folders (no commit)
 #
-# One 2-CPU Ray cluster; every sweep joins it with --cpus-per-run 1, so that two runs share the machine. Run folders
+# One 2-CPU Ray cluster; every sweep joins it with --cpus-per-run 1 --max-concurrent 1, so that each queue keeps one
+# CPU (without --max-concurrent, Ray gave a freed CPU to whichever sweep had a run pending: 2026-11-29 the downstream
+# sweep took both and core A's runs waited). Run folders
 # live in $RUNS (default /work/runs; the work tree's runs/ links to it): the sweeps resume what is there and skip what
 # the landed results hold (benchmarks/results/downstream/paper/runs, results/comparison/finished_runs). Run states
 # do not outlive every machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue
@@ -12,7 +14,8 @@
 #
 # Core A, in order: issue 42 section 1 (the comparison at equal env steps: Ant METRA seed 0, HalfCheetah LSD at 50
 # gradient steps and DADS at lr 1e-4 seed 1, Ant METRA seed 1, then the longer Ant runs), then section 3 (the
-# exploration methods). Core B: issue 41's paper controllers (benchmarks/downstream.yaml).
+# exploration methods). Core B: issue 41's paper controllers (benchmarks/downstream.yaml): the HalfCheetah tasks'
+# seeds first (0.05-0.07 idle h a run), then Ant, then Quadruped.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -34,9 +37,7 @@ start() {
   export PYTHONPATH=$SRC OMP_WAIT_POLICY=PASSIVE MUJOCO_GL=egl TUNE_MAX_PENDING_TRIALS_PG=1 PATH=$BIN:$PATH
   nice -n 19 ray start --head --num-cpus 2 --include-dashboard false > "$RUNS/ray.log" 2>&1
   nohup nice -n 19 bash "$SRC/benchmarks/campaign.sh" core-a > "$RUNS/core_a.log" 2>&1 &
-  sleep 60  # core A's first run takes its CPU before the downstream sweep asks for both
-  nohup nice -n 19 "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" \
-    --cpus-per-run 1 --address auto --only controller paper > "$RUNS/downstream.log" 2>&1 &
+  nohup nice -n 19 bash "$SRC/benchmarks/campaign.sh" core-b > "$RUNS/downstream.log" 2>&1 &
   echo "started; logs: $RUNS/core_a.log $RUNS/downstream.log"
 }
 
@@ -47,16 +48,30 @@ seeds() {  # a copy of a sweep file with the given seeds (the same run folders a
   echo "$out"
 }
 
-sweep() { "$PY" -m pretrain sweep "$@" --run-root "$RUNS/comparison" --cpus-per-run 1 --address auto; }
+sweep() { "$PY" -m pretrain sweep "$@" --run-root "$RUNS/comparison" --cpus-per-run 1 --max-concurrent 1 --address auto; }
+
+controllers() {
+  "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" --cpus-per-run 1 \
+    --max-concurrent 1 --address auto --only controller paper "$@"
+}
 
 core_a() {
   cd "$SRC"
+  set +e  # a failed run (its error in the log) does not stop the queue
   sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only metra
   sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only lsd_gs50
   sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only dads_lr0.0001
   sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
   sweep benchmarks/comparison.yaml --only ant --only lsd_gs50 --only cic --only dads_lr0.0001
   sweep benchmarks/exploration.yaml --only ant
+}
+
+core_b() {
+  cd "$SRC"
+  set +e
+  controllers --only cheetah_goal cheetah_hurdle
+  controllers --only ant_multigoals
+  controllers --only quadruped_goal
 }
 
 land() {
@@ -78,6 +93,7 @@ land() {
 case "${1:-}" in
   start) start ;;
   core-a) core_a ;;
+  core-b) core_b ;;
   land) land ;;
   *) echo "usage: bash benchmarks/campaign.sh start | land" >&2; exit 2 ;;
 esac

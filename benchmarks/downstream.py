@@ -46,7 +46,7 @@ def _sweep(args: argparse.Namespace) -> int:
         if not specs:
             raise ConfigError("--seeds / --only select no run of the sweep file")
         outcomes = sweep(specs, args.run_root, args.cpus_per_run, args.address,
-                         echo=lambda line: print(line, flush=True))
+                         echo=lambda line: print(line, flush=True), max_concurrent=args.max_concurrent)
     except ConfigError as error:
         print(f"downstream: {error}", file=sys.stderr)
         return 2
@@ -219,6 +219,7 @@ def _estimate(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from pretrain.downstream.protocol import DEFAULT_PROTOCOL, PROTOCOLS, TASKS
     from pretrain.downstream.runs import AGENTS
+    from pretrain.sweep.ray_runner import MAX_CONCURRENT_HELP
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -227,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep.add_argument("--run-root", type=Path, required=True, help="its run files go to RUN_ROOT/runs/")
     sweep.add_argument("--cpus-per-run", type=int, default=1)
     sweep.add_argument("--address", help="a Ray cluster to join (default: Ray on this machine)")
+    sweep.add_argument("--max-concurrent", type=int, help=MAX_CONCURRENT_HELP)
     # extend: a repeated flag adds up, as metra-pretrain sweep's --only does (a plain nargs="+" would keep the last)
     sweep.add_argument("--seeds", type=int, nargs="+", action="extend", help="only these seeds of the file")
     sweep.add_argument("--only", nargs="+", action="extend", help="only runs of these tasks, agents or protocols "

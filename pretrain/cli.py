@@ -206,6 +206,8 @@ def _sweep_command(args: argparse.Namespace) -> str:
         words += ["--cpus-per-run", str(args.cpus_per_run)]
     if args.address:
         words += ["--address", args.address]
+    if args.max_concurrent is not None:
+        words += ["--max-concurrent", str(args.max_concurrent)]
     return shlex.join(words)
 
 
@@ -222,7 +224,8 @@ def _sweep(args: argparse.Namespace) -> int:
                                   f"{' and '.join(given)} (--set KEY=VALUE applies to every trial)")
         result = sweep(args.config or "ant", args.run_root, args.seeds, parse_grid(args.grid or []), args.set,
                        cpus_per_run=args.cpus_per_run, address=args.address, sweep_file=args.sweep_file,
-                       only=args.only, echo=lambda line: print(line, flush=True))
+                       only=args.only, echo=lambda line: print(line, flush=True),
+                       max_concurrent=args.max_concurrent)
     except ConfigError as error:
         return _fail(error)
     except SweepInterrupted as stop:
@@ -247,6 +250,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from pretrain.config import builtin_configs
+    from pretrain.sweep.ray_runner import MAX_CONCURRENT_HELP
 
     parser = argparse.ArgumentParser(prog="metra-pretrain", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -299,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                          "up, the two narrow down)")
     sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run: its torch threads, less one per overlapped-collector worker")
     sweep.add_argument("--address", help="a Ray cluster to join ('auto' or HOST:PORT); default: Ray on this machine")
+    sweep.add_argument("--max-concurrent", type=int, help=MAX_CONCURRENT_HELP)
     sweep.set_defaults(func=_sweep)
 
     evaluate = commands.add_parser("evaluate", help="policy coverage and figures of a skill checkpoint")

@@ -173,14 +173,14 @@ def _error_line(run_root: Path, name: str) -> str:
 
 
 def _fit(pending: list[RunSpec], run_root: Path, cpus_per_run: int, address: str | None,
-         echo: Callable[[str], None], scratch: str) -> dict[str, Any]:
+         echo: Callable[[str], None], scratch: str, max_concurrent: int | None = None) -> dict[str, Any]:
     """Start Ray (:func:`pretrain.sweep.ray_runner.start_ray`), run the pending runs, return each run's error."""
     from ray import tune
 
-    from pretrain.sweep.ray_runner import start_ray
+    from pretrain.sweep.ray_runner import runs_at_once, start_ray
 
     cpus = start_ray(address, cpus_per_run)
-    echo(f"running {len(pending)} run(s), {max(1, min(len(pending), cpus // cpus_per_run))} at a time")
+    echo(f"running {len(pending)} run(s), {runs_at_once(len(pending), cpus, cpus_per_run, max_concurrent)} at a time")
 
     class Progress(tune.Callback):
         def on_trial_complete(self, iteration: int, trials: list, trial, **info) -> None:
@@ -199,6 +199,7 @@ def _fit(pending: list[RunSpec], run_root: Path, cpus_per_run: int, address: str
         logger.setLevel(logging.CRITICAL)
     try:
         tuner = tune.Tuner(trainable, param_space={"trial": tune.grid_search(list(specs))},
+                           tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
                            run_config=tune.RunConfig(name="downstream", storage_path=scratch, verbose=0,
                                                      callbacks=[Progress()]))
         return {result.config["trial"]: result.error for result in tuner.fit()}
@@ -208,8 +209,11 @@ def _fit(pending: list[RunSpec], run_root: Path, cpus_per_run: int, address: str
 
 
 def sweep(specs: list[RunSpec], run_root: str | Path, cpus_per_run: int = 1, address: str | None = None,
-          echo: Callable[[str], None] = print) -> list[RunOutcome]:
+          echo: Callable[[str], None] = print, max_concurrent: int | None = None) -> list[RunOutcome]:
     """Run every run of ``specs`` whose file in ``run_root/runs`` is not finished with the same settings.
+
+    :param max_concurrent: the most runs at once (None: as many as the CPUs allow); this sweep's share of a cluster
+        that other sweeps join too (:func:`pretrain.sweep.ray_runner.runs_at_once`).
 
     :raises ConfigError: bad input (two runs of one name, a file where the run root should be), Ray that cannot run.
     :raises SweepInterrupted: SIGINT or SIGTERM stopped the sweep; the same call again resumes it.
@@ -217,7 +221,7 @@ def sweep(specs: list[RunSpec], run_root: str | Path, cpus_per_run: int = 1, add
     from pretrain.sweep import RunRootLock
     from pretrain.sweep.ray_runner import fit_until_stopped, preflight
 
-    preflight(cpus_per_run, address)
+    preflight(cpus_per_run, address, max_concurrent)
     names = [spec.name for spec in specs]
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -234,7 +238,8 @@ def sweep(specs: list[RunSpec], run_root: str | Path, cpus_per_run: int = 1, add
         echo(f"downstream sweep of {len(specs)} run(s) in {run_root}: {len(done)} finished, {len(pending)} to run")
         errors: dict[str, Any] = {}
         if pending:
-            errors = fit_until_stopped(lambda scratch: _fit(pending, run_root, cpus_per_run, address, echo, scratch),
+            errors = fit_until_stopped(lambda scratch: _fit(pending, run_root, cpus_per_run, address, echo, scratch,
+                                                             max_concurrent),
                                        prefix="metra-downstream-tune-")
     return [RunOutcome(spec.name, "already finished") if spec.name in done else
             RunOutcome(spec.name, "failed", _error_line(run_root, spec.name)) if errors.get(spec.name) is not None

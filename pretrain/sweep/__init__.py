@@ -91,7 +91,7 @@ class RunRootLock:
 def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: list[int] | None = None,
           grid: dict[str, list[Any]] | None = None, overrides: list[str] | None = None, cpus_per_run: int = 1,
           address: str | None = None, sweep_file: str | Path | None = None, only: list[str] | None = None,
-          echo: Callable[[str], None] = print) -> SweepResult:
+          echo: Callable[[str], None] = print, max_concurrent: int | None = None) -> SweepResult:
     """Train every trial (seeds x ``grid`` of ``config_name``, or the trials of ``sweep_file``) that has not finished.
 
     :param config_name: a bundled config or a YAML file (without ``sweep_file``).
@@ -104,14 +104,16 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
         sweeps on one cluster (``ray start --head --num-cpus N``, then each with ``"auto"``) share its CPUs, with no
         order between the sweeps' trials: on 2 CPUs a sweep started later took both freed CPUs while an earlier
         one's trials waited, with ``TUNE_MAX_PENDING_TRIALS_PG`` at Ray Tune's default or 1. Where the order
-        matters, run the sweeps one after the other.
+        matters, give each sweep its share with ``max_concurrent``, or run the sweeps one after the other.
     :param sweep_file: a sweep file (its seeds, envs, budgets and methods).
     :param only: with ``sweep_file``: the env and method labels to run.
     :param echo: where progress lines go.
+    :param max_concurrent: the most trials of this sweep at once (None: as many as the CPUs allow); a sweep's share
+        of a cluster that other sweeps use too.
     :raises ConfigError: bad input, found before any trial starts.
     :raises SweepInterrupted: SIGINT or SIGTERM stopped the sweep; run it again to resume.
     """
-    preflight(cpus_per_run, address)
+    preflight(cpus_per_run, address, max_concurrent)
     epoch_seconds: dict[tuple[str, str], float] = {}
     if sweep_file is not None:
         read = read_sweep_file(sweep_file, overrides, only)
@@ -132,7 +134,7 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
         counts = {state: sum(item.state == state for item in planned) for state in (FINISHED, RESUME, NEW)}
         echo(f"sweep of {len(planned)} trial(s) in {run_root}: {counts[FINISHED]} finished, {counts[RESUME]} to "
              f"resume, {counts[NEW]} new")
-        outcomes = run_trials(planned, cpus_per_run, address, echo)
+        outcomes = run_trials(planned, cpus_per_run, address, echo, max_concurrent)
         from pretrain.sweep.summary import summarize, write_summary
 
         out = write_summary(summarize(trials, run_root, epoch_seconds), run_root / SUMMARY_DIR)

@@ -91,12 +91,16 @@ def _check_reachable(address: str) -> None:
                           "machine") from None
 
 
-def preflight(cpus_per_run: int, address: str | None) -> None:
-    """What can be checked before Ray starts: a whole number of CPUs per run that this machine has, or a cluster
-    address that answers."""
+def preflight(cpus_per_run: int, address: str | None, max_concurrent: int | None = None) -> None:
+    """What can be checked before Ray starts: a whole number of CPUs per run that this machine has, a whole number
+    of runs at once, or a cluster address that answers."""
     if isinstance(cpus_per_run, bool) or not isinstance(cpus_per_run, int) or cpus_per_run < 1:
         raise ConfigError(f"--cpus-per-run (the CPUs of each run) must be an integer >= 1, "
                           f"got {cpus_per_run!r}")
+    if max_concurrent is not None and (isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int)
+                                       or max_concurrent < 1):
+        raise ConfigError(f"--max-concurrent (the most runs of this sweep at once) must be an integer >= 1, "
+                          f"got {max_concurrent!r}; leave it out to run as many as the CPUs allow")
     if address is None:
         cpus = available_cpus()
         if cpus_per_run > cpus:
@@ -138,6 +142,22 @@ def _signal_handlers_kept() -> Iterator[None]:
 # Ray fixes in code (ray/_private/node.py): a machine busy with training runs, or a sweep under `nice`, can miss it.
 RAY_START_TIMEOUT = "timed out during startup"
 RAY_START_ATTEMPTS = 3
+
+
+MAX_CONCURRENT_HELP = ("the most runs of this sweep at once (default: as many as the CPUs allow); a sweep's share of a "
+                       "cluster that other sweeps join too, which Ray otherwise gives to whichever sweep has a run "
+                       "pending")
+
+
+def runs_at_once(pending: int, cpus: int, cpus_per_run: int, max_concurrent: int | None) -> int:
+    """How many of ``pending`` runs go at once on ``cpus`` CPUs: as many as fit, at most ``max_concurrent``.
+
+    ``max_concurrent`` is how several sweeps share one cluster in an order: Ray gives a freed CPU to whichever sweep
+    has a run pending, so a sweep that is to keep one CPU of two, and leave the other to another sweep, runs with
+    ``max_concurrent=1`` (Ray Tune's ``TuneConfig.max_concurrent_trials``).
+    """
+    fit = max(1, min(pending, cpus // cpus_per_run))
+    return fit if max_concurrent is None else min(fit, max_concurrent)
 
 
 def start_ray(address: str | None, cpus_per_run: int) -> int:
@@ -290,8 +310,10 @@ def _progress_callback(planned: dict[str, PlannedTrial], echo: Callable[[str], N
 
 
 def run_trials(planned: list[PlannedTrial], cpus_per_run: int = 1, address: str | None = None,
-               echo: Callable[[str], None] = print) -> list[TrialOutcome]:
+               echo: Callable[[str], None] = print, max_concurrent: int | None = None) -> list[TrialOutcome]:
     """Run the trials that are not finished through Ray Tune; the outcome of every trial, in order.
+
+    :param max_concurrent: the most trials at once (None: as many as the CPUs allow).
 
     :raises ConfigError: the cluster cannot be reached, or no trial could ever get its CPUs.
     :raises SweepInterrupted: SIGINT or SIGTERM stopped the sweep (Ray is shut down first).
@@ -299,7 +321,8 @@ def run_trials(planned: list[PlannedTrial], cpus_per_run: int = 1, address: str 
     pending = {item.trial.name: item for item in planned if item.state != FINISHED}
     results: dict[str, Any] = {}
     if pending:
-        results = fit_until_stopped(lambda scratch: _fit(pending, cpus_per_run, address, echo, scratch))
+        results = fit_until_stopped(lambda scratch: _fit(pending, cpus_per_run, address, echo, scratch,
+                                                          max_concurrent))
     outcomes = []
     for item in planned:
         row = last_evaluation(item.run_dir)
@@ -341,12 +364,12 @@ def fit_until_stopped(fit: Callable[[str], dict[str, Any]], prefix: str = "metra
 
 
 def _fit(pending: dict[str, PlannedTrial], cpus_per_run: int, address: str | None, echo: Callable[[str], None],
-         scratch: str) -> dict[str, Any]:
+         scratch: str, max_concurrent: int | None = None) -> dict[str, Any]:
     """Start Ray, run the pending trials, return each trial's error (None when it finished)."""
     from ray import tune
 
     cpus = start_ray(address, cpus_per_run)
-    at_once = max(1, min(len(pending), cpus // cpus_per_run))
+    at_once = runs_at_once(len(pending), cpus, cpus_per_run, max_concurrent)
     echo(f"running {len(pending)} trial(s), {at_once} at a time ({cpus_per_run} CPU(s) each)")
     from pretrain.run.run_config import RESUMABLE_KEYS
 
@@ -360,6 +383,7 @@ def _fit(pending: dict[str, PlannedTrial], cpus_per_run: int, address: str | Non
         logger.setLevel(logging.CRITICAL)
     try:
         tuner = tune.Tuner(trainable, param_space={"trial": tune.grid_search(list(pending))},
+                           tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
                            run_config=tune.RunConfig(name="sweep", storage_path=scratch, verbose=0,
                                                      callbacks=[_progress_callback(pending, echo)]))
         results = tuner.fit()

@@ -161,17 +161,21 @@ def test_a_reference_run_takes_no_budget():
 
 @pytest.mark.slow
 def test_the_sweep_runs_through_ray_and_a_second_call_runs_only_what_is_not_finished(tmp_path):
-    """Tiny budgets: two reference runs and one learned run; then again with a learned run added."""
+    """Tiny budgets: two reference runs and one learned run; then again with a learned run added. The first call runs
+    one at a time (``--max-concurrent 1``), as a sweep sharing a cluster with another does."""
     path = tmp_path / "sweep.yaml"
     path.write_text("seeds: [0]\ntasks: {cheetah_hurdle: 200}\nagents: {controller: [v0.3], references: [random]}\n"
                     "eval_every: 100\neval_episodes: 1\nfinal_episodes: 2\n")
     root = tmp_path / "root"
     command = [sys.executable, str(ROOT / "benchmarks" / "downstream.py"), "sweep", str(path), "--run-root", str(root)]
-    first = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    first = subprocess.run([*command, "--max-concurrent", "1"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
-    assert "2 run(s)" in first.stdout and "0 finished, 2 to run" in first.stdout
+    assert "2 run(s)" in first.stdout and "0 finished, 2 to run" in first.stdout and "1 at a time" in first.stdout
     runs = sorted(p.name for p in (root / "runs").glob("*.json"))
     assert runs == ["cheetah_hurdle-controller-v0.3-seed=0.json", "cheetah_hurdle-random-seed=0.json"]
+    # One after the other: the later run began (its end less its seconds) after the earlier one ended.
+    ends = sorted((p.stat().st_mtime, json.loads(p.read_text())["seconds"]) for p in (root / "runs").glob("*.json"))
+    assert ends[1][0] - ends[1][1] >= ends[0][0] - 0.05, ends
     before = {p: p.stat().st_mtime_ns for p in (root / "runs").glob("*.json")}
     path.write_text(path.read_text().replace("agents: {controller: [v0.3]", "agents: {controller: [v0.3, paper]"))
     second = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)

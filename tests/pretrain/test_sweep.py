@@ -23,7 +23,7 @@ from pretrain.run.trainer import train
 from pretrain.sweep import sweep
 from pretrain.sweep.summary import summarize, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
-from pretrain.sweep.trials import RESUME, Trial, grid_trials, parse_grid, plan, setting, trial_name
+from pretrain.sweep.trials import RESUME, PlannedTrial, Trial, grid_trials, parse_grid, plan, setting, trial_name
 from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +64,7 @@ def closed_port() -> int:
     (["--grid", "algo=metra,lsd", "--set", "dual_slack=0.001"], "dual_slack, an option of algo metra"),
     (["--grid", "gradient_step=10"], "unknown config key 'gradient_step'"),
     (["--cpus-per-run", "0"], "--cpus-per-run (the CPUs of each run) must be an integer >= 1, got 0"),
+    (["--max-concurrent", "0"], "--max-concurrent (the most runs of this sweep at once) must be an integer >= 1"),
     # What a trial would fail on only once Ray had started it, checked for every trial as `train` checks a run.
     (["--grid", "env_id=metra/PointMass-v0,metra/Nope-v0"],
      "trial env_id=metra_Nope-v0-seed=0: unknown environment id 'metra/Nope-v0'"),
@@ -401,6 +402,44 @@ def test_a_restarted_sweep_resumes_unfinished_trials_skips_finished_ones_and_rep
     assert [r["epoch"] for r in resumed] == [0, 1, 2]
     summary = json.loads((root / "summary" / "summary.json").read_text())
     assert summary["groups"][0]["finished_seeds"] == 2 and (root / "summary" / "figure.png").is_file()
+
+
+@pytest.mark.parametrize(("max_concurrent", "at_once"), [(None, 2), (1, 1), (5, 2)])
+def test_max_concurrent_reaches_ray_tune_and_bounds_the_trials_at_once(tmp_path, monkeypatch, max_concurrent, at_once):
+    """Two sweeps on one cluster keep their share only if Tune itself is told (Ray gives a freed CPU to any sweep)."""
+    tune = pytest.importorskip("ray.tune")
+    from pretrain.sweep import ray_runner
+
+    seen, lines = {}, []
+
+    class Tuner:
+        def __init__(self, trainable, param_space, tune_config, run_config):
+            seen["max_concurrent_trials"] = tune_config.max_concurrent_trials
+
+        def fit(self):
+            return []
+
+    monkeypatch.setattr(ray_runner, "start_ray", lambda address, cpus_per_run: 2)
+    monkeypatch.setattr(tune, "Tuner", Tuner)
+    monkeypatch.setattr(tune, "with_parameters", lambda trainable, **specs: trainable)  # no object store: Ray is off
+    pending = {name: PlannedTrial(Trial(name, "point_mass", [], "point_mass", "metra", 0), load_config("point_mass"), tmp_path / name, "new")
+               for name in ("a", "b", "c")}
+    ray_runner._fit(pending, 1, None, lines.append, str(tmp_path), max_concurrent)
+    assert seen == {"max_concurrent_trials": max_concurrent}
+    assert lines[0] == f"running 3 trial(s), {at_once} at a time (1 CPU(s) each)"
+
+
+def test_the_resume_line_of_a_sweep_keeps_its_share_of_the_cluster(tmp_path, capsys, monkeypatch):
+    from pretrain import sweep as sweep_package
+    from pretrain.sweep.ray_runner import SweepInterrupted
+
+    def stopped(*args, **kwargs):
+        assert kwargs["max_concurrent"] == 1
+        raise SweepInterrupted("SIGTERM")
+
+    monkeypatch.setattr(sweep_package, "sweep", stopped)
+    assert main(cli(tmp_path, "--max-concurrent", "1", "--address", "auto")) == 128 + signal.SIGTERM
+    assert "--address auto --max-concurrent 1" in capsys.readouterr().err
 
 
 def test_the_sweeps_signal_handlers_survive_ray_starting():
