@@ -14,8 +14,8 @@
 #
 # Core A, in order: issue 42 section 1 (the comparison at equal env steps: Ant METRA seed 0, HalfCheetah LSD at 50
 # gradient steps and DADS at lr 1e-4 seed 1, Ant METRA seed 1, then the longer Ant runs), then section 3 (the
-# exploration methods). Core B: issue 41's paper controllers (benchmarks/downstream.yaml): the HalfCheetah tasks'
-# seeds first (0.05-0.07 idle h a run), then Ant, then Quadruped.
+# exploration methods). Core B: issue 41's controllers (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of
+# the paper's and v0.3's first (0.05-0.07 idle h a run), then the paper's on Ant, then on Quadruped.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -50,9 +50,9 @@ seeds() {  # a copy of a sweep file with the given seeds (the same run folders a
 
 sweep() { "$PY" -m pretrain sweep "$@" --run-root "$RUNS/comparison" --cpus-per-run 1 --max-concurrent 1 --address auto; }
 
-controllers() {
+controllers() {  # the learned controllers of the protocols given, on the tasks given
   "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" --cpus-per-run 1 \
-    --max-concurrent 1 --address auto --only controller paper "$@"
+    --max-concurrent 1 --address auto --only controller "$@"
 }
 
 core_a() {
@@ -69,9 +69,10 @@ core_a() {
 core_b() {
   cd "$SRC"
   set +e
-  controllers --only cheetah_goal cheetah_hurdle
-  controllers --only ant_multigoals
-  controllers --only quadruped_goal
+  controllers paper cheetah_goal cheetah_hurdle
+  controllers v0.3 cheetah_goal cheetah_hurdle
+  controllers paper ant_multigoals
+  controllers paper quadruped_goal
 }
 
 land() {
