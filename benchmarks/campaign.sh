@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/campaign.sh start   # from a git-archive copy of HEAD outside the work tree, at nice 19
 #   bash benchmarks/campaign.sh land    # regenerate the summaries from the run folders (no commit)
+#   bash benchmarks/campaign.sh status  # what runs now, and each queue's last lines
 #
 # One 2-CPU Ray cluster; every sweep joins it with --cpus-per-run 1 --max-concurrent 1, so that each queue keeps one
 # CPU (without --max-concurrent, Ray gave a freed CPU to whichever sweep had a run pending: 2026-11-29 the downstream
@@ -91,10 +92,19 @@ land() {
   git status --short
 }
 
+status() {
+  ps -eo pid,etime,args | grep -E "campaign.sh core|pretrain sweep|downstream.py sweep" | grep -v grep || echo "no queue runs"
+  for log in "$RUNS/core_a.log" "$RUNS/downstream.log"; do
+    echo "== $log"
+    [ -f "$log" ] && grep -E "^(trial|run|sweep|downstream sweep|running|core)" "$log" | tail -n 3
+  done
+}
+
 case "${1:-}" in
   start) start ;;
   core-a) core_a ;;
   core-b) core_b ;;
   land) land ;;
-  *) echo "usage: bash benchmarks/campaign.sh start | land" >&2; exit 2 ;;
+  status) status ;;
+  *) echo "usage: bash benchmarks/campaign.sh start | land | status" >&2; exit 2 ;;
 esac
