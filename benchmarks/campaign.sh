@@ -15,8 +15,9 @@
 #
 # Core A, in order: issue 42 section 1 (the comparison at equal env steps: Ant METRA seed 0, HalfCheetah LSD at 50
 # gradient steps and DADS at lr 1e-4 seed 1, Ant METRA seed 1, LSD at 50 steps and CIC on Ant), section 3 (the
-# exploration methods), then DADS on Ant (its runs are the longest). Core B: issue 41's controllers (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of
-# the paper's and v0.3's first (0.05-0.07 idle h a run), then the paper's on Ant, then on Quadruped.
+# exploration methods), then DADS on Ant (its runs are the longest). Core B: issue 41's controllers
+# (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
+# then the paper's on Ant, then on Quadruped.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
