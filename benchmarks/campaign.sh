@@ -14,8 +14,8 @@
 # puts first the runs that finish within a session (benchmarks/README.md: "Campaigns").
 #
 # Core A, in order: issue 42 section 1 (the comparison at equal env steps: Ant METRA seed 0, HalfCheetah LSD at 50
-# gradient steps and DADS at lr 1e-4 seed 1, Ant METRA seed 1, LSD at 50 steps and CIC on Ant), section 3 (the
-# exploration methods), then DADS on Ant (its runs are the longest). Core B: issue 41's controllers
+# gradient steps and DADS at lr 1e-4 seed 1, Ant METRA seed 1, LSD at 50 steps and CIC on Ant, CIC on HalfCheetah to
+# METRA's steps), section 3 (the exploration methods), then DADS to 1.6 M steps (its runs are the longest). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
 # then the paper's on Ant, then on Quadruped.
 set -euo pipefail
@@ -64,11 +64,14 @@ core_a() {
   sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only lsd_gs50
   sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only dads_lr0.0001
   sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
-  # the shorter runs first (idle h a run: LSD at 50 steps 1.0, CIC 1.69, each exploration method 1.0, DADS 2.83), so
-  # that a run state lost with a machine costs the least
+  # the shorter runs first (idle h a run: Ant's LSD at 50 steps 1.0, CIC 1.69, HalfCheetah's CIC 0.83, each
+  # exploration method 1.0, HalfCheetah's DADS 2.08-2.60, Ant's 2.83), so that a run state lost with a machine costs
+  # the least
   sweep benchmarks/comparison.yaml --only ant --only lsd_gs50
   sweep benchmarks/comparison.yaml --only ant --only cic
+  sweep benchmarks/comparison.yaml --only half_cheetah --only cic
   sweep benchmarks/exploration.yaml --only ant
+  sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
   sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
 }
 

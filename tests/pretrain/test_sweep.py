@@ -192,10 +192,14 @@ def test_the_comparison_file_gives_every_method_its_algo_budget_and_chosen_setti
         assert {key: getattr(config, key) for key in shared} == shared, name
         assert config.algo == methods[method].get("algo", method), name
         assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
-    # HalfCheetah's seed 0 of each chosen setting is its screen's run (a copy of the folder): the same config.
+    # HalfCheetah's seed 0 of each chosen setting is its screen's run (a copy of the folder): the same config, DADS's
+    # run on to 1.6 M env steps (section 1: CIC to METRA's steps, DADS to at least 1.6 M, on both envs).
     screens = {t.name: t.config(2) for t in read_sweep_file(ROOT / "benchmarks" / "comparison_screens.yaml").trials}
     for name in ("half_cheetah-lsd_gs50-seed=0", "half_cheetah-dads_lr0.0001-seed=0"):
-        assert configs[name].to_dict() == screens[name].to_dict()
+        assert {**configs[name].to_dict(), "epochs": 0} == {**screens[name].to_dict(), "epochs": 0}
+    for env in ("ant", "half_cheetah"):
+        assert configs[f"{env}-cic-seed=0"].epochs == configs[f"{env}-metra-seed=0"].epochs
+        assert configs[f"{env}-dads_lr0.0001-seed=0"].epochs * 1600 >= 1_600_000
 
 
 def test_only_adds_up_labels_of_one_kind_and_narrows_down_across_envs_and_methods():
