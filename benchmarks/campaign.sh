@@ -7,15 +7,17 @@
 #
 # One 2-CPU Ray cluster; every sweep joins it with --cpus-per-run 1 --max-concurrent 1, so that each queue keeps one
 # CPU (without --max-concurrent, Ray gave a freed CPU to whichever sweep had a run pending: 2026-11-29 the downstream
-# sweep took both and core A's runs waited). Run folders
-# live in $RUNS (default /work/runs; the work tree's runs/ links to it): the sweeps resume what is there and skip what
-# the landed results hold (benchmarks/results/downstream/paper/runs, results/comparison/finished_runs). Run states
-# do not outlive every machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue
-# puts first the runs that finish within a session (benchmarks/README.md: "Campaigns").
+# sweep took both and core A's runs waited). Run folders live in $RUNS (default /work/runs; the work tree's runs/
+# links to it): the sweeps resume what is there and skip what the landed results hold
+# (benchmarks/results/downstream/paper/runs, results/comparison/finished_runs). Run states do not outlive every
+# machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
+# that finish within a session (benchmarks/README.md: "Campaigns").
 #
 # Core A, in order: issue 42 section 1 (the comparison at equal env steps: Ant METRA seed 0, HalfCheetah LSD at 50
-# gradient steps and DADS at lr 1e-4 seed 1, Ant METRA seed 1, LSD at 50 steps and CIC on Ant, CIC on HalfCheetah to
-# METRA's steps), section 3 (the exploration methods), then DADS to 1.6 M steps (its runs are the longest). Core B: issue 41's controllers
+# gradient steps seed 1, Ant METRA seed 1, LSD at 50 steps and CIC on Ant, CIC on HalfCheetah to METRA's steps),
+# section 3 (the exploration methods), then DADS at lr 1e-4 to 1.6 M steps (its runs are the longest). A queue goes
+# on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a sweep stopped
+# by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
 # then the paper's on Ant, then on Quadruped.
 set -euo pipefail
@@ -50,7 +52,15 @@ seeds() {  # a copy of a sweep file with the given seeds (the same run folders a
   echo "$out"
 }
 
-sweep() { "$PY" -m pretrain sweep "$@" --run-root "$RUNS/comparison" --cpus-per-run 1 --max-concurrent 1 --address auto; }
+sweep() {
+  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/comparison" --cpus-per-run 1 --max-concurrent 1 --address auto
+}
+
+then_next() {  # run a sweep; the queue goes on after failed runs (exit 1), and stops on any other failure
+  "$@"
+  local rc=$?
+  [ "$rc" -le 1 ] || { echo "the queue stops: exit $rc from $*" >&2; exit "$rc"; }
+}
 
 controllers() {  # the learned controllers of the protocols given, on the tasks given
   "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" --cpus-per-run 1 \
@@ -59,29 +69,28 @@ controllers() {  # the learned controllers of the protocols given, on the tasks 
 
 core_a() {
   cd "$SRC"
-  set +e  # a failed run (its error in the log) does not stop the queue
-  sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only metra
-  sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only lsd_gs50
-  sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only dads_lr0.0001
-  sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
+  set +e
+  then_next sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only metra
+  then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only lsd_gs50
+  then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
   # the shorter runs first (idle h a run: Ant's LSD at 50 steps 1.0, CIC 1.69, HalfCheetah's CIC 0.83, each
   # exploration method 1.0, HalfCheetah's DADS 2.08-2.60, Ant's 2.83), so that a run state lost with a machine costs
   # the least
-  sweep benchmarks/comparison.yaml --only ant --only lsd_gs50
-  sweep benchmarks/comparison.yaml --only ant --only cic
-  sweep benchmarks/comparison.yaml --only half_cheetah --only cic
-  sweep benchmarks/exploration.yaml --only ant
-  sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
-  sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
+  then_next sweep benchmarks/comparison.yaml --only ant --only lsd_gs50
+  then_next sweep benchmarks/comparison.yaml --only ant --only cic
+  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
+  then_next sweep benchmarks/exploration.yaml --only ant
+  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
+  then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
 }
 
 core_b() {
   cd "$SRC"
   set +e
-  controllers paper cheetah_goal cheetah_hurdle
-  controllers v0.3 cheetah_goal cheetah_hurdle
-  controllers paper ant_multigoals
-  controllers paper quadruped_goal
+  then_next controllers paper cheetah_goal cheetah_hurdle
+  then_next controllers v0.3 cheetah_goal cheetah_hurdle
+  then_next controllers paper ant_multigoals
+  then_next controllers paper quadruped_goal
 }
 
 land() {
@@ -101,10 +110,13 @@ land() {
 }
 
 status() {
-  ps -eo pid,etime,args | grep -E "campaign.sh core|pretrain sweep|downstream.py sweep" | grep -v grep || echo "no queue runs"
+  ps -eo pid,etime,args | grep -E "campaign.sh core|pretrain sweep|downstream.py sweep" | grep -v grep \
+    || echo "no queue runs"
+  local log
   for log in "$RUNS/core_a.log" "$RUNS/downstream.log"; do
     echo "== $log"
-    [ -f "$log" ] && grep -E "^(trial|run|sweep|downstream sweep|running|core)" "$log" | tail -n 3
+    [ -f "$log" ] || continue
+    { grep -E "^(trial|run|sweep|downstream sweep|running|core|the queue)" "$log" || true; } | tail -n 3
   done
 }
 

@@ -138,6 +138,45 @@ def test_the_sweep_command_adds_up_a_repeated_only_and_seeds(monkeypatch):
     assert seen == {"only": ["v0.3", "cheetah_goal", "cheetah_hurdle"], "seeds": [0, 1]}
 
 
+@pytest.mark.parametrize("max_concurrent", [None, 1])
+def test_the_downstream_sweep_tells_ray_tune_its_most_runs_at_once(tmp_path, monkeypatch, max_concurrent):
+    """A sweep sharing a cluster keeps its share only if Tune itself is told (Ray gives a freed CPU to any sweep)."""
+    tune = pytest.importorskip("ray.tune")
+    from pretrain.downstream import sweep as downstream_sweep
+    from pretrain.sweep import ray_runner
+
+    seen, lines = {}, []
+
+    class Tuner:
+        def __init__(self, trainable, param_space, tune_config, run_config):
+            seen["max_concurrent_trials"] = tune_config.max_concurrent_trials
+
+        def fit(self):
+            return []
+
+    monkeypatch.setattr(ray_runner, "start_ray", lambda address, cpus_per_run: 2)
+    monkeypatch.setattr(tune, "Tuner", Tuner)
+    monkeypatch.setattr(tune, "with_parameters", lambda trainable, **specs: trainable)  # no object store: Ray is off
+    specs = [RunSpec("cheetah_hurdle", "random", seed) for seed in (0, 1, 2)]
+    downstream_sweep._fit(specs, tmp_path, 1, None, lines.append, str(tmp_path), max_concurrent)
+    assert seen == {"max_concurrent_trials": max_concurrent}
+    assert lines == [f"running 3 run(s), {max_concurrent or 2} at a time"]
+
+
+def test_the_downstream_sweep_refuses_a_bad_max_concurrent_in_one_line(tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("downstream_cli", ROOT / "benchmarks" / "downstream.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    path = tmp_path / "sweep.yaml"
+    path.write_text("seeds: [0]\ntasks: {cheetah_hurdle: 200}\nagents: {references: [random]}\n")
+    assert cli.main(["sweep", str(path), "--run-root", str(tmp_path / "root"), "--max-concurrent", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--max-concurrent (the most runs of this sweep at once) must be an integer >= 1" in err, err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "root").exists()
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("seeds: [0]\ntasks: {ant: 10}\nagents: {controller: [paper]}", "unknown task 'ant'"),
     ("seeds: [0]\ntasks: {ant_multigoals: 10}\nagents: {controller: [paper2]}", "agents.controller must list some"),

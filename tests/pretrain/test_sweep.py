@@ -192,14 +192,18 @@ def test_the_comparison_file_gives_every_method_its_algo_budget_and_chosen_setti
         assert {key: getattr(config, key) for key in shared} == shared, name
         assert config.algo == methods[method].get("algo", method), name
         assert config.epochs % config.snapshot_every == 0  # a snapshot at the end, for the held-out evaluation
-    # HalfCheetah's seed 0 of each chosen setting is its screen's run (a copy of the folder): the same config, DADS's
-    # run on to 1.6 M env steps (section 1: CIC to METRA's steps, DADS to at least 1.6 M, on both envs).
+    # HalfCheetah's seed 0 of LSD's chosen setting is its screen's run (a copy of the folder): the same config. DADS's
+    # has its screen's settings but runs on to 1.6 M env steps (section 1: CIC to METRA's env steps, DADS to at least
+    # 1.6 M, on both envs), from epoch 0: the screen's folder is gone.
     screens = {t.name: t.config(2) for t in read_sweep_file(ROOT / "benchmarks" / "comparison_screens.yaml").trials}
-    for name in ("half_cheetah-lsd_gs50-seed=0", "half_cheetah-dads_lr0.0001-seed=0"):
-        assert {**configs[name].to_dict(), "epochs": 0} == {**screens[name].to_dict(), "epochs": 0}
+    lsd, dads = "half_cheetah-lsd_gs50-seed=0", "half_cheetah-dads_lr0.0001-seed=0"
+    assert configs[lsd].to_dict() == screens[lsd].to_dict()
+    assert {**configs[dads].to_dict(), "epochs": 0} == {**screens[dads].to_dict(), "epochs": 0}
     for env in ("ant", "half_cheetah"):
-        assert configs[f"{env}-cic-seed=0"].epochs == configs[f"{env}-metra-seed=0"].epochs
-        assert configs[f"{env}-dads_lr0.0001-seed=0"].epochs * 1600 >= 1_600_000
+        cic, metra = configs[f"{env}-cic-seed=0"], configs[f"{env}-metra-seed=0"]
+        assert cic.epochs * cic.steps_per_epoch == metra.epochs * metra.steps_per_epoch
+        dads = configs[f"{env}-dads_lr0.0001-seed=0"]
+        assert dads.epochs * dads.steps_per_epoch >= 1_600_000
 
 
 def test_only_adds_up_labels_of_one_kind_and_narrows_down_across_envs_and_methods():
@@ -426,8 +430,8 @@ def test_max_concurrent_reaches_ray_tune_and_bounds_the_trials_at_once(tmp_path,
     monkeypatch.setattr(ray_runner, "start_ray", lambda address, cpus_per_run: 2)
     monkeypatch.setattr(tune, "Tuner", Tuner)
     monkeypatch.setattr(tune, "with_parameters", lambda trainable, **specs: trainable)  # no object store: Ray is off
-    pending = {name: PlannedTrial(Trial(name, "point_mass", [], "point_mass", "metra", 0), load_config("point_mass"), tmp_path / name, "new")
-               for name in ("a", "b", "c")}
+    pending = {name: PlannedTrial(Trial(name, "point_mass", [], "point_mass", "metra", 0), load_config("point_mass"),
+                                  tmp_path / name, "new") for name in ("a", "b", "c")}
     ray_runner._fit(pending, 1, None, lines.append, str(tmp_path), max_concurrent)
     assert seen == {"max_concurrent_trials": max_concurrent}
     assert lines[0] == f"running 3 trial(s), {at_once} at a time (1 CPU(s) each)"
