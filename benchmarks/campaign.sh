@@ -19,7 +19,7 @@
 # on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a sweep stopped
 # by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
-# then the paper's on Ant, then on Quadruped.
+# then the paper's on Ant, then on Quadruped, then v0.3's on both (2 seeds) and flat SAC (4 seeds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -91,6 +91,10 @@ core_b() {
   then_next controllers v0.3 cheetah_goal cheetah_hurdle
   then_next controllers paper ant_multigoals
   then_next controllers paper quadruped_goal
+  # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
+  then_next controllers v0.3 ant_multigoals quadruped_goal --seeds 0 1
+  then_next "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" \
+    --cpus-per-run 1 --max-concurrent 1 --address auto --only flat paper --seeds 0 1 2 3
 }
 
 land() {
