@@ -45,3 +45,26 @@ def point_mass_coverage(tmp_path: Path, algo: str, epochs: int = 20) -> tuple[in
     random_coverage = random_policy_coverage(config)
     print(f"{algo}: coverage {trained} (random {random_coverage})")
     return trained, random_coverage
+
+
+def fake_ray_tune(monkeypatch, cpus: int = 2) -> dict:
+    """Ray Tune replaced by a recorder that runs nothing, on a cluster of ``cpus`` CPUs: the returned dict receives the
+    ``max_concurrent_trials`` a sweep gives Tune."""
+    import pytest
+
+    tune = pytest.importorskip("ray.tune")
+    from pretrain.sweep import ray_runner
+
+    seen: dict = {}
+
+    class Tuner:
+        def __init__(self, trainable, param_space, tune_config, run_config):
+            seen["max_concurrent_trials"] = tune_config.max_concurrent_trials
+
+        def fit(self):
+            return []
+
+    monkeypatch.setattr(ray_runner, "start_ray", lambda address, cpus_per_run: cpus)
+    monkeypatch.setattr(tune, "Tuner", Tuner)
+    monkeypatch.setattr(tune, "with_parameters", lambda trainable, **specs: trainable)  # no object store: Ray is off
+    return seen

@@ -11,6 +11,7 @@ from pretrain.config import ConfigError
 from pretrain.downstream.runs import RunSpec
 from pretrain.downstream.sweep import read_sweep_file, select
 from pretrain.downstream.verdict import gather, interval, verdicts, write_summary
+from tests.pretrain.helpers import fake_ray_tune
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,22 +142,9 @@ def test_the_sweep_command_adds_up_a_repeated_only_and_seeds(monkeypatch):
 @pytest.mark.parametrize("max_concurrent", [None, 1])
 def test_the_downstream_sweep_tells_ray_tune_its_most_runs_at_once(tmp_path, monkeypatch, max_concurrent):
     """A sweep sharing a cluster keeps its share only if Tune itself is told (Ray gives a freed CPU to any sweep)."""
-    tune = pytest.importorskip("ray.tune")
     from pretrain.downstream import sweep as downstream_sweep
-    from pretrain.sweep import ray_runner
 
-    seen, lines = {}, []
-
-    class Tuner:
-        def __init__(self, trainable, param_space, tune_config, run_config):
-            seen["max_concurrent_trials"] = tune_config.max_concurrent_trials
-
-        def fit(self):
-            return []
-
-    monkeypatch.setattr(ray_runner, "start_ray", lambda address, cpus_per_run: 2)
-    monkeypatch.setattr(tune, "Tuner", Tuner)
-    monkeypatch.setattr(tune, "with_parameters", lambda trainable, **specs: trainable)  # no object store: Ray is off
+    seen, lines = fake_ray_tune(monkeypatch), []
     specs = [RunSpec("cheetah_hurdle", "random", seed) for seed in (0, 1, 2)]
     downstream_sweep._fit(specs, tmp_path, 1, None, lines.append, str(tmp_path), max_concurrent)
     assert seen == {"max_concurrent_trials": max_concurrent}

@@ -25,6 +25,7 @@ from pretrain.sweep.summary import summarize, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
 from pretrain.sweep.trials import RESUME, PlannedTrial, Trial, grid_trials, parse_grid, plan, setting, trial_name
 from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
+from tests.pretrain.helpers import fake_ray_tune
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["learning_starts=200", "net_width=16", "n_envs=2", "eval_every=1", "eval_skills=4", "save_every=1",
@@ -415,21 +416,9 @@ def test_a_restarted_sweep_resumes_unfinished_trials_skips_finished_ones_and_rep
 @pytest.mark.parametrize(("max_concurrent", "at_once"), [(None, 2), (1, 1), (5, 2)])
 def test_max_concurrent_reaches_ray_tune_and_bounds_the_trials_at_once(tmp_path, monkeypatch, max_concurrent, at_once):
     """Two sweeps on one cluster keep their share only if Tune itself is told (Ray gives a freed CPU to any sweep)."""
-    tune = pytest.importorskip("ray.tune")
     from pretrain.sweep import ray_runner
 
-    seen, lines = {}, []
-
-    class Tuner:
-        def __init__(self, trainable, param_space, tune_config, run_config):
-            seen["max_concurrent_trials"] = tune_config.max_concurrent_trials
-
-        def fit(self):
-            return []
-
-    monkeypatch.setattr(ray_runner, "start_ray", lambda address, cpus_per_run: 2)
-    monkeypatch.setattr(tune, "Tuner", Tuner)
-    monkeypatch.setattr(tune, "with_parameters", lambda trainable, **specs: trainable)  # no object store: Ray is off
+    seen, lines = fake_ray_tune(monkeypatch), []
     pending = {name: PlannedTrial(Trial(name, "point_mass", [], "point_mass", "metra", 0), load_config("point_mass"),
                                   tmp_path / name, "new") for name in ("a", "b", "c")}
     ray_runner._fit(pending, 1, None, lines.append, str(tmp_path), max_concurrent)
