@@ -62,9 +62,9 @@ then_next() {  # run a sweep; the queue goes on after failed runs (exit 1), and 
   [ "$rc" -le 1 ] || { echo "the queue stops: exit $rc from $*" >&2; exit "$rc"; }
 }
 
-controllers() {  # the learned controllers of the protocols given, on the tasks given
+downstream() {  # the runs of downstream.yaml of the agent, protocols and tasks given (then any other flags)
   "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" --cpus-per-run 1 \
-    --max-concurrent 1 --address auto --only controller "$@"
+    --max-concurrent 1 --address auto --only "$@"
 }
 
 core_a() {
@@ -87,14 +87,13 @@ core_a() {
 core_b() {
   cd "$SRC"
   set +e
-  then_next controllers paper cheetah_goal cheetah_hurdle
-  then_next controllers v0.3 cheetah_goal cheetah_hurdle
-  then_next controllers paper ant_multigoals
-  then_next controllers paper quadruped_goal
+  then_next downstream controller paper cheetah_goal cheetah_hurdle
+  then_next downstream controller v0.3 cheetah_goal cheetah_hurdle
+  then_next downstream controller paper ant_multigoals
+  then_next downstream controller paper quadruped_goal
   # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
-  then_next controllers v0.3 ant_multigoals quadruped_goal --seeds 0 1
-  then_next "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" \
-    --cpus-per-run 1 --max-concurrent 1 --address auto --only flat paper --seeds 0 1 2 3
+  then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
+  then_next downstream flat paper --seeds 0 1 2 3
 }
 
 land() {

@@ -214,7 +214,6 @@ def sweep(specs: list[RunSpec], run_root: str | Path, cpus_per_run: int = 1, add
 
     :param max_concurrent: the most runs at once (None: as many as the CPUs allow); this sweep's share of a cluster
         that other sweeps join too (:func:`pretrain.sweep.ray_runner.runs_at_once`).
-
     :raises ConfigError: bad input (two runs of one name, a file where the run root should be), Ray that cannot run.
     :raises SweepInterrupted: SIGINT or SIGTERM stopped the sweep; the same call again resumes it.
     """
