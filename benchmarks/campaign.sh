@@ -13,9 +13,9 @@
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
-# Core A, in order: issue 42 section 1 (the comparison at equal env steps: Ant METRA seed 0, HalfCheetah LSD at 50
-# gradient steps seed 1, Ant METRA seed 1, LSD at 50 steps and CIC on Ant, CIC on HalfCheetah to METRA's steps),
-# section 3 (the exploration methods), then DADS at lr 1e-4 to 1.6 M steps (its runs are the longest). A queue goes
+# Core A, in order: issue 42 section 1 on Ant (the comparison at equal env steps: METRA seeds 0 and 1, LSD at 50
+# gradient steps, CIC to METRA's steps), section 3 (the exploration methods), DADS at lr 1e-4 to 1.6 M steps on Ant,
+# then HalfCheetah's CIC and DADS on to equal env steps. A queue goes
 # on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a sweep stopped
 # by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
@@ -73,15 +73,15 @@ core_a() {
   then_next sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only metra
   then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only lsd_gs50
   then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
-  # the shorter runs first (idle h a run: Ant's LSD at 50 steps 1.0, CIC 1.69, HalfCheetah's CIC 0.83, each
-  # exploration method 1.0, HalfCheetah's DADS 2.08-2.60, Ant's 2.83), so that a run state lost with a machine costs
-  # the least
+  # Ant's runs first, the issue's budgets (its DADS at 0.56 M, CIC at 1.84 M), the shorter ones first so that a run
+  # state lost with a machine costs the least (idle h a run: LSD at 50 steps 1.0, CIC 1.69, each exploration method
+  # 1.0, DADS 2.83); then HalfCheetah's runs on to equal env steps (CIC 0.83, DADS 2.08-2.60)
   then_next sweep benchmarks/comparison.yaml --only ant --only lsd_gs50
   then_next sweep benchmarks/comparison.yaml --only ant --only cic
-  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
   then_next sweep benchmarks/exploration.yaml --only ant
-  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
   then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
+  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
+  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
 }
 
 core_b() {

@@ -25,6 +25,7 @@ benchmarks/results/downstream``.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from pretrain.downstream.sweep import read_sweep_file, select, sweep
     from pretrain.sweep.ray_runner import SweepInterrupted
 
-    command = " ".join(["python", *sys.argv])
+    command = args.command_line
     try:
         specs = read_sweep_file(args.sweep_file, {"steps": args.steps, "eval_every": args.eval_every,
                                                   "eval_episodes": args.eval_episodes,
@@ -53,7 +54,7 @@ def _sweep(args: argparse.Namespace) -> int:
     except SweepInterrupted as stop:
         print(f"downstream: sweep stopped by {stop.signal_name}; finished runs are kept, unfinished learned ones go on "
               f"from their last evaluation when you run: {command}", file=sys.stderr)
-        return 130
+        return stop.exit_status
     for outcome in outcomes:
         print(f"{outcome.name}: {outcome.outcome}" + (f" ({outcome.error})" if outcome.error else ""))
     failed = [o for o in outcomes if o.outcome == "failed"]
@@ -261,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     estimate.add_argument("--out", type=Path, help="append the measurement to this JSON file")
     estimate.set_defaults(handler=_estimate)
     args = parser.parse_args(argv)
+    # the command as typed, quoted for the shell, for the resume line of an interrupted sweep
+    args.command_line = shlex.join(["python", *(sys.argv if argv is None else [__file__, *argv])])
     return args.handler(args)
 
 

@@ -31,6 +31,7 @@ def _train(args: argparse.Namespace) -> int:
     from pretrain.config import ConfigError, load_config, parse_override
     from pretrain.run.run_config import read_run_config
     from pretrain.run.run_state import ResumeError, has_saved_state, run_state_dir
+    from pretrain.run.signals import exit_status
     from pretrain.run.trainer import train
 
     run_dir = Path(args.resume or args.run_dir or ".")
@@ -80,7 +81,7 @@ def _train(args: argparse.Namespace) -> int:
     if result.stopped_by:
         print(f"metra-pretrain: {result.stopped_by}: stopped after saving epoch {result.epoch}; {resume_hint}",
               file=sys.stderr)
-        return 128 + {"SIGINT": 2, "SIGTERM": 15}[result.stopped_by]
+        return exit_status(result.stopped_by)
     if result.history:
         last = result.history[-1]
         coverage = (f"policy coverage {last['policy_coverage']} bins" if last["policy_coverage"] is not None
@@ -232,7 +233,7 @@ def _sweep(args: argparse.Namespace) -> int:
         print(f"metra-pretrain: sweep stopped by {stop.signal_name}; finished trials are kept and each unfinished "
               "one resumes from its last saved run state when you run the same command again:\n  "
               f"{_sweep_command(args)}", file=sys.stderr)
-        return 128 + {"SIGINT": 2, "SIGTERM": 15}[stop.signal_name]
+        return stop.exit_status
     except KeyboardInterrupt:  # before any trial started (while the run folders were checked)
         print(f"metra-pretrain: sweep interrupted before any trial started; to run it: {_sweep_command(args)}",
               file=sys.stderr)

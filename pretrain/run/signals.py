@@ -8,6 +8,12 @@ from types import FrameType
 from typing import Any
 
 
+def exit_status(signal_name: str) -> int:
+    """The shell's exit status of a program stopped by ``signal_name`` (128 + its number: SIGINT 130, SIGTERM 143),
+    which a queue running the program reads to tell a stop from a failure."""
+    return 128 + signal.Signals[signal_name].value
+
+
 class StopOnSignal:
     """Within this context, the first SIGINT or SIGTERM only sets a flag (``requested()`` turns True) that the
     epoch callback reads at the next epoch boundary: it saves the run state there and stops training. A second

@@ -30,6 +30,7 @@ from types import FrameType
 from typing import Any
 
 from pretrain.config import ConfigError
+from pretrain.run.signals import exit_status
 from pretrain.sweep.trials import FINISHED, RESUME, PlannedTrial
 from pretrain.sweep.watchdog import Watchdog
 
@@ -46,6 +47,7 @@ class SweepInterrupted(Exception):
     def __init__(self, signal_name: str) -> None:
         super().__init__(signal_name)
         self.signal_name = signal_name
+        self.exit_status = exit_status(signal_name)
 
 
 @dataclass

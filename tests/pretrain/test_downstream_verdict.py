@@ -16,6 +16,16 @@ from tests.pretrain.helpers import fake_ray_tune
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def downstream_cli():
+    """``benchmarks/downstream.py`` as a module (benchmarks/ is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("downstream_cli", ROOT / "benchmarks" / "downstream.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    return cli
+
+
 def write_run(folder: Path, task: str, agent: str, seed: int, final: float, protocol: str | None = None,
               untrained: float = 0.0) -> None:
     row = {"task": task, "agent": agent, "protocol": protocol, "seed": seed, "finished": True,
@@ -127,11 +137,7 @@ def test_only_adds_up_names_of_one_kind_and_narrows_down_across_kinds():
 
 
 def test_the_sweep_command_adds_up_a_repeated_only_and_seeds(monkeypatch):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("downstream_cli", ROOT / "benchmarks" / "downstream.py")
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
+    cli = downstream_cli()
     seen = {}
     monkeypatch.setattr(cli, "_sweep", lambda args: seen.update(only=args.only, seeds=args.seeds) or 0)
     assert cli.main(["sweep", "f.yaml", "--run-root", "r", "--only", "v0.3", "--only", "cheetah_goal", "cheetah_hurdle",
@@ -152,17 +158,37 @@ def test_the_downstream_sweep_tells_ray_tune_its_most_runs_at_once(tmp_path, mon
 
 
 def test_the_downstream_sweep_refuses_a_bad_max_concurrent_in_one_line(tmp_path, capsys):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("downstream_cli", ROOT / "benchmarks" / "downstream.py")
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
+    cli = downstream_cli()
     path = tmp_path / "sweep.yaml"
     path.write_text("seeds: [0]\ntasks: {cheetah_hurdle: 200}\nagents: {references: [random]}\n")
     assert cli.main(["sweep", str(path), "--run-root", str(tmp_path / "root"), "--max-concurrent", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--max-concurrent (the most runs of this sweep at once) must be an integer >= 1" in err, err
     assert len(err.splitlines()) == 1 and not (tmp_path / "root").exists()
+
+
+def test_a_stopped_downstream_sweep_exits_as_the_signal_and_prints_a_resume_line_the_shell_reads(
+        tmp_path, capsys, monkeypatch):
+    """A queue tells a stop from failed runs by the exit status (SIGTERM: 143), and the resume line must survive a
+    run root with a space in it."""
+    import shlex
+    import signal
+
+    from pretrain.downstream import sweep as downstream_sweep
+    from pretrain.sweep.ray_runner import SweepInterrupted
+
+    def stopped(*args, **kwargs):
+        raise SweepInterrupted("SIGTERM")
+
+    monkeypatch.setattr(downstream_sweep, "sweep", stopped)
+    path = tmp_path / "sweep.yaml"
+    path.write_text("seeds: [0]\ntasks: {cheetah_hurdle: 200}\nagents: {references: [random]}\n")
+    argv = ["sweep", str(path), "--run-root", str(tmp_path / "my runs"), "--only", "random"]
+    assert downstream_cli().main(argv) == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
+    assert "stopped by SIGTERM" in err, err
+    resume = err.split("when you run: ", 1)[1].strip()
+    assert shlex.split(resume)[2:] == argv
 
 
 @pytest.mark.parametrize(("text", "message"), [
