@@ -14,10 +14,10 @@
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
 # Core A, in order: issue 42 section 1 on Ant (the comparison at equal env steps: METRA seeds 0 and 1, LSD at 50
-# gradient steps, CIC to METRA's steps), section 3 (the exploration methods), DADS at lr 1e-4 to 1.6 M steps on Ant,
-# then HalfCheetah's CIC and DADS on to equal env steps. A queue goes
-# on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a sweep stopped
-# by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
+# gradient steps), DIAYN again (issue 41's zero-shot goal reaching), Ant's CIC to METRA's steps, section 3 (the
+# exploration methods), Ant's DADS at lr 1e-4 to 1.6 M steps, then HalfCheetah's CIC and DADS on to equal env steps.
+# A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
+# sweep stopped by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
 # then the paper's on Ant, then on Quadruped, then v0.3's on both (2 seeds) and flat SAC (4 seeds).
 set -euo pipefail
@@ -77,6 +77,9 @@ core_a() {
   # state lost with a machine costs the least (idle h a run: LSD at 50 steps 1.0, CIC 1.69, each exploration method
   # 1.0, DADS 2.83); then HalfCheetah's runs on to equal env steps (CIC 0.83, DADS 2.08-2.60)
   then_next sweep benchmarks/comparison.yaml --only ant --only lsd_gs50
+  # issue 41 (4): zero-shot goal reaching of DIAYN's skills (q(z | g)) beside METRA's and LSD's needs DIAYN's
+  # snapshots, whose run folders went with an earlier machine: its 4 runs again (1.0 idle h on Ant, 0.5 on HalfCheetah)
+  then_next sweep benchmarks/comparison.yaml --only diayn
   then_next sweep benchmarks/comparison.yaml --only ant --only cic
   then_next sweep benchmarks/exploration.yaml --only ant
   then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
