@@ -19,7 +19,9 @@
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
-# then the paper's on Ant, then on Quadruped, then v0.3's on both (2 seeds) and flat SAC (4 seeds).
+# then the paper's on Ant, two ablations on HalfCheetahGoal (downstream_ablation.yaml: which of v0.3's differences
+# makes it better there; 1.1 idle h), the paper's on Quadruped, then v0.3's on Ant and Quadruped (2 seeds) and flat
+# SAC (4 seeds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -28,10 +30,11 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 BIN=$(dirname "$PY")
 
 start() {
-  mkdir -p "$RUNS" "$RUNS/downstream/runs"
+  mkdir -p "$RUNS" "$RUNS/downstream/runs" "$RUNS/downstream_ablation/runs"
   [ -e "$ROOT/runs" ] || ln -s "$RUNS" "$ROOT/runs"
   # the landed downstream runs: the sweep skips a finished run file of the same settings
   cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/downstream/runs/"
+  cp -n "$ROOT"/benchmarks/results/downstream/ablation/runs/*.json "$RUNS/downstream_ablation/runs/" 2>/dev/null || true
   "$BIN/ray" stop >/dev/null 2>&1 || true
   rm -rf "$SRC" && mkdir -p "$SRC"
   (cd "$ROOT" && git archive HEAD | tar -x -C "$SRC")
@@ -67,6 +70,11 @@ downstream() {  # the runs of downstream.yaml of the agent, protocols and tasks 
     --max-concurrent 1 --address auto --only "$@"
 }
 
+ablation() {  # the paper protocol with one of v0.3's differences on HalfCheetahGoal (downstream_ablation.yaml)
+  "$PY" benchmarks/downstream.py sweep benchmarks/downstream_ablation.yaml --run-root "$RUNS/downstream_ablation" \
+    --cpus-per-run 1 --max-concurrent 1 --address auto
+}
+
 core_a() {
   cd "$SRC"
   set +e
@@ -93,6 +101,7 @@ core_b() {
   then_next downstream controller paper cheetah_goal cheetah_hurdle
   then_next downstream controller v0.3 cheetah_goal cheetah_hurdle
   then_next downstream controller paper ant_multigoals
+  then_next ablation
   then_next downstream controller paper quadruped_goal
   # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
@@ -107,6 +116,13 @@ land() {
   [ -z "$finished" ] || cp -t benchmarks/results/downstream/paper/runs/ $finished
   nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs benchmarks/results/downstream/paper/runs \
     --out benchmarks/results/downstream/paper
+  finished=$(grep -l '"finished": true' runs/downstream_ablation/runs/*.json 2>/dev/null || true)
+  if [ -n "$finished" ]; then
+    mkdir -p benchmarks/results/downstream/ablation/runs
+    cp -t benchmarks/results/downstream/ablation/runs/ $finished
+    nice -n 5 "$PY" benchmarks/downstream.py summary benchmarks/results/downstream/paper/runs \
+      benchmarks/results/downstream/ablation/runs --out benchmarks/results/downstream/ablation
+  fi
   nice -n 5 "$PY" benchmarks/comparison.py --run-root runs/comparison
   if [ -n "$(ls runs/comparison/ant-{icm,lbs,rnd,apt,disagreement,aps}-seed=* -d 2>/dev/null)" ]; then
     nice -n 5 "$PY" benchmarks/comparison.py --run-root runs/comparison --sweep-file benchmarks/exploration.yaml \

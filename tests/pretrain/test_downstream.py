@@ -112,7 +112,20 @@ def test_the_paper_ppo_follows_the_papers_table():
     assert ppo.n_epochs * (ppo.n_steps * ppo.n_envs) // ppo.batch_size == 10
     assert (ppo.ent_coef, ppo.gae_lambda, ppo.clip_range(1.0), ppo.learning_rate) == (0.01, 0.95, 0.2, 4e-4)
     old = hierarchical_agent("cheetah_goal", seed=0, n_envs=4, protocol_name="v0.3")
-    assert old.n_epochs == 10
+    assert (old.n_epochs, old.learning_rate) == (10, 3e-4)
+
+
+def test_each_ablation_is_the_paper_protocol_with_one_of_v03s_differences():
+    """``paper_task_view``: v0.3's view, the paper's PPO; ``paper_ten_passes``: the paper's view, v0.3's PPO."""
+    def view(name):
+        return controller_env("cheetah_goal", protocol_name=name).observation_space.shape
+
+    def passes(name):
+        ppo = hierarchical_agent("cheetah_goal", seed=0, n_envs=4, protocol_name=name)
+        return ppo.n_epochs, ppo.learning_rate
+
+    assert view("paper_task_view") == view("v0.3") != view("paper") == view("paper_ten_passes")
+    assert passes("paper_task_view") == passes("paper") != passes("paper_ten_passes") == passes("v0.3")
 
 
 def test_the_v03_sac_learns_within_a_small_budget():
