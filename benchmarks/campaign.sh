@@ -19,9 +19,9 @@
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
-# then the paper's on Ant, two ablations on HalfCheetahGoal (downstream_ablation.yaml: which of v0.3's differences
-# makes it better there; 1.1 idle h), the paper's on Quadruped, then v0.3's on Ant and Quadruped (2 seeds) and flat
-# SAC (4 seeds).
+# then two ablations on HalfCheetahGoal (downstream_ablation.yaml: which of v0.3's differences makes it better there;
+# 0.07 idle h a run), the paper's on Ant, then on Quadruped, then v0.3's on Ant and Quadruped (2 seeds) and flat SAC
+# (4 seeds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -100,8 +100,8 @@ core_b() {
   set +e
   then_next downstream controller paper cheetah_goal cheetah_hurdle
   then_next downstream controller v0.3 cheetah_goal cheetah_hurdle
-  then_next downstream controller paper ant_multigoals
   then_next ablation
+  then_next downstream controller paper ant_multigoals
   then_next downstream controller paper quadruped_goal
   # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
