@@ -55,8 +55,16 @@ seeds() {  # a copy of a sweep file with the given seeds (the same run folders a
   echo "$out"
 }
 
-sweep() {
-  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/comparison" --cpus-per-run 1 --max-concurrent 1 --address auto
+# A run root takes one sweep at a time, so core B's share of the comparison goes to a root of its own, which
+# comparison.py reads beside the first (--run-root A B).
+COMPARISON_ROOTS=("$RUNS/comparison" "$RUNS/comparison_b")
+
+sweep() {  # a comparison sweep in core A's run root
+  "$PY" -m pretrain sweep "$@" --run-root "${COMPARISON_ROOTS[0]}" --cpus-per-run 1 --max-concurrent 1 --address auto
+}
+
+sweep_b() {  # a comparison sweep in core B's run root
+  "$PY" -m pretrain sweep "$@" --run-root "${COMPARISON_ROOTS[1]}" --cpus-per-run 1 --max-concurrent 1 --address auto
 }
 
 then_next() {  # run a sweep; the queue goes on after failed runs (exit 1), and stops on any other failure
@@ -83,13 +91,14 @@ core_a() {
   then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
   # Ant's runs first, the issue's budgets (its DADS at 0.56 M, CIC at 1.84 M), the shorter ones first so that a run
   # state lost with a machine costs the least (idle h a run: LSD at 50 steps 1.0, CIC 1.69, each exploration method
-  # 1.0, DADS 2.83); then HalfCheetah's runs on to equal env steps (CIC 0.83, DADS 2.08-2.60)
+  # 1.0, DADS 2.83); then HalfCheetah's runs on to equal env steps (CIC 0.83, DADS 2.08-2.60). About 26 idle h from
+  # 2026-11-30 04:50, core B's queue 28.
   then_next sweep benchmarks/comparison.yaml --only ant --only lsd_gs50
   # issue 41 (4): zero-shot goal reaching of DIAYN's skills (q(z | g)) beside METRA's and LSD's needs DIAYN's
   # snapshots, whose run folders went with an earlier machine: its 4 runs again (1.0 idle h on Ant, 0.5 on HalfCheetah)
   then_next sweep benchmarks/comparison.yaml --only diayn
   then_next sweep benchmarks/comparison.yaml --only ant --only cic
-  then_next sweep benchmarks/exploration.yaml --only ant
+  then_next sweep "$(seeds benchmarks/exploration.yaml 0)"  # seed 1 runs on core B
   then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
@@ -103,6 +112,9 @@ core_b() {
   then_next ablation
   then_next downstream controller paper ant_multigoals
   then_next downstream controller paper quadruped_goal
+  # the exploration methods' seed 1 (seed 0 runs on core A; METRA's runs are core A's)
+  then_next sweep_b "$(seeds benchmarks/exploration.yaml 1)" --only icm --only lbs --only rnd --only apt \
+    --only disagreement --only aps
   # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
   then_next downstream flat paper --seeds 0 1 2 3
@@ -123,10 +135,10 @@ land() {
     nice -n 5 "$PY" benchmarks/downstream.py summary benchmarks/results/downstream/paper/runs \
       benchmarks/results/downstream/ablation/runs --out benchmarks/results/downstream/ablation
   fi
-  nice -n 5 "$PY" benchmarks/comparison.py --run-root runs/comparison
-  if [ -n "$(ls runs/comparison/ant-{icm,lbs,rnd,apt,disagreement,aps}-seed=* -d 2>/dev/null)" ]; then
-    nice -n 5 "$PY" benchmarks/comparison.py --run-root runs/comparison --sweep-file benchmarks/exploration.yaml \
-      --out benchmarks/results/comparison/exploration --goals 0
+  nice -n 5 "$PY" benchmarks/comparison.py --run-root "${COMPARISON_ROOTS[@]}"
+  if [ -n "$(ls -d runs/comparison{,_b}/ant-{icm,lbs,rnd,apt,disagreement,aps}-seed=* 2>/dev/null)" ]; then
+    nice -n 5 "$PY" benchmarks/comparison.py --run-root "${COMPARISON_ROOTS[@]}" \
+      --sweep-file benchmarks/exploration.yaml --out benchmarks/results/comparison/exploration --goals 0
   fi
   git status --short
 }

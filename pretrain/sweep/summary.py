@@ -13,7 +13,7 @@ where the file gives them, else the runs' own wall clock (which counts the time 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +46,17 @@ def spread(values: list[float]) -> dict[str, float]:
             "min": float(array.min()), "max": float(array.max())}
 
 
-def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: float | None,
+def _run_dir(name: str, run_roots: list[Path]) -> Path:
+    """A trial's folder: under the first run root that holds it (else the first's, where it would be made)."""
+    return next((root / name for root in run_roots if (root / name).is_dir()), run_roots[0] / name)
+
+
+def _group(env: str, method: str, trials: list[Trial], run_roots: list[Path], seconds: float | None,
            landed: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
     runs, histories = [], []
     for trial in trials:
-        rows, kept = _history(run_root / trial.name), landed.get(trial.name)
+        run_dir = _run_dir(trial.name, run_roots)
+        rows, kept = _history(run_dir), landed.get(trial.name)
         source = "run folder"
         # Kept rows win over a folder that has not got as far (the same trial started afresh on another machine).
         if kept and (not rows or rows[-1]["epoch"] < kept[-1]["epoch"]):
@@ -58,7 +64,7 @@ def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: 
         histories.append({row["epoch"]: row for row in rows})
         target = trial.config(1).epochs
         last = rows[-1] if rows else {}
-        runs.append({"seed": trial.seed, "run_dir": str(run_root / trial.name), "source": source,
+        runs.append({"seed": trial.seed, "run_dir": str(run_dir), "source": source,
                      "target_epochs": target, "finished": bool(last) and last["epoch"] >= target,
                      "last": {k: last[k] for k in ("epoch", "env_steps", "wall_clock_s", "policy_coverage")
                               if k in last}})
@@ -90,25 +96,27 @@ def _group(env: str, method: str, trials: list[Trial], run_root: Path, seconds: 
             **curves, "final": final}
 
 
-def summarize(trials: list[Trial], run_root: str | Path,
+def summarize(trials: list[Trial], run_root: str | Path | Sequence[str | Path],
               epoch_seconds: dict[tuple[str, str], float] | None = None,
               landed: Mapping[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The summary over seeds of the trials' run folders under ``run_root``.
 
+    :param run_root: a sweep's run root, or several (two sweeps of one sweep file side by side, each in its own
+        root, since a root takes one sweep at a time): a trial's folder is read from the first root holding it.
     :param landed: trial name -> the evaluation rows kept from its run, read where its run folder holds fewer.
     """
-    run_root = Path(run_root)
+    run_roots = [Path(run_root)] if isinstance(run_root, (str, Path)) else [Path(root) for root in run_root]
     groups: dict[tuple[str, str], list[Trial]] = {}
     for trial in trials:
         groups.setdefault((trial.env, trial.method), []).append(trial)
     seconds = epoch_seconds or {}
     idle = [key in seconds for key in groups]
-    return {"metric": METRIC, "run_root": str(run_root),
+    return {"metric": METRIC, "run_root": " ".join(str(root) for root in run_roots),
             "hours": ("idle estimate: epochs x epoch_seconds of the sweep file" if all(idle) else
                       "the runs' wall clock (mean over seeds)" if not any(idle) else
                       "idle estimate where the group's epoch_seconds is given, else the runs' wall clock"),
             "spread": "over seeds: sample standard deviation (ddof 1), min and max; figure bands: min to max",
-            "groups": [_group(env, method, members, run_root, seconds.get((env, method)), landed or {})
+            "groups": [_group(env, method, members, run_roots, seconds.get((env, method)), landed or {})
                        for (env, method), members in groups.items()]}
 
 
