@@ -20,8 +20,8 @@
 # sweep stopped by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
 # then two ablations on HalfCheetahGoal (downstream_ablation.yaml: which of v0.3's differences makes it better there;
-# 0.07 idle h a run), the paper's on Ant, then on Quadruped, then v0.3's on Ant and Quadruped (2 seeds) and flat SAC
-# (4 seeds).
+# 0.07 idle h a run), the paper's on Ant, then on Quadruped, then issue 42's exploration methods' seed 1 (in a run
+# root of its own), then v0.3's on Ant and Quadruped (2 seeds) and flat SAC (4 seeds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -52,19 +52,23 @@ seeds() {  # a copy of a sweep file with the given seeds (the same run folders a
   local out=$SRC/sweeps/$(basename "$1" .yaml)_s${2// /_}.yaml
   mkdir -p "$SRC/sweeps"
   sed "s/^seeds: \[0, 1\]/seeds: [${2// /, }]/" "$1" > "$out"
+  # a file whose seeds line is not "seeds: [0, 1]" would run every seed: say so rather than run them twice
+  grep -q "^seeds: \[${2// /, }\]$" "$out" || { echo "seeds: no 'seeds: [0, 1]' line in $1 to narrow" >&2; exit 2; }
   echo "$out"
 }
 
 # A run root takes one sweep at a time, so core B's share of the comparison goes to a root of its own, which
-# comparison.py reads beside the first (--run-root A B).
-COMPARISON_ROOTS=("$RUNS/comparison" "$RUNS/comparison_b")
+# comparison.py reads beside the first (--run-root A B); folders under $RUNS (land() reads them as runs/NAME).
+COMPARISON_ROOTS=(comparison comparison_b)
 
 sweep() {  # a comparison sweep in core A's run root
-  "$PY" -m pretrain sweep "$@" --run-root "${COMPARISON_ROOTS[0]}" --cpus-per-run 1 --max-concurrent 1 --address auto
+  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/${COMPARISON_ROOTS[0]}" --cpus-per-run 1 --max-concurrent 1 \
+    --address auto
 }
 
 sweep_b() {  # a comparison sweep in core B's run root
-  "$PY" -m pretrain sweep "$@" --run-root "${COMPARISON_ROOTS[1]}" --cpus-per-run 1 --max-concurrent 1 --address auto
+  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/${COMPARISON_ROOTS[1]}" --cpus-per-run 1 --max-concurrent 1 \
+    --address auto
 }
 
 then_next() {  # run a sweep; the queue goes on after failed runs (exit 1), and stops on any other failure
@@ -132,12 +136,18 @@ land() {
   if [ -n "$finished" ]; then
     mkdir -p benchmarks/results/downstream/ablation/runs
     cp -t benchmarks/results/downstream/ablation/runs/ $finished
-    nice -n 5 "$PY" benchmarks/downstream.py summary benchmarks/results/downstream/paper/runs \
-      benchmarks/results/downstream/ablation/runs --out benchmarks/results/downstream/ablation
+    # beside HalfCheetahGoal's runs of the campaign alone (its protocols and reference controllers)
+    local task_runs
+    task_runs=$(mktemp -d)
+    cp -t "$task_runs" benchmarks/results/downstream/paper/runs/cheetah_goal-*.json
+    nice -n 5 "$PY" benchmarks/downstream.py summary "$task_runs" benchmarks/results/downstream/ablation/runs \
+      --out benchmarks/results/downstream/ablation
+    rm -rf "$task_runs"
   fi
-  nice -n 5 "$PY" benchmarks/comparison.py --run-root "${COMPARISON_ROOTS[@]}"
+  local roots=("${COMPARISON_ROOTS[@]/#/runs/}")
+  nice -n 5 "$PY" benchmarks/comparison.py --run-root "${roots[@]}"
   if [ -n "$(ls -d runs/comparison{,_b}/ant-{icm,lbs,rnd,apt,disagreement,aps}-seed=* 2>/dev/null)" ]; then
-    nice -n 5 "$PY" benchmarks/comparison.py --run-root "${COMPARISON_ROOTS[@]}" \
+    nice -n 5 "$PY" benchmarks/comparison.py --run-root "${roots[@]}" \
       --sweep-file benchmarks/exploration.yaml --out benchmarks/results/comparison/exploration --goals 0
   fi
   git status --short

@@ -95,10 +95,10 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measure(task_name: str, clock) -> dict[str, float]:
+def _measure(task_name: str, clock, protocols: list[str]) -> dict[str, float]:
     """CPU seconds of the parts a downstream run is made of, on one thread, for one task: a low-level step of the
-    controller's skill env (random skills) and of the flat env (random actions), an update of each learner, an
-    episode of each reference controller."""
+    controller's skill env (random skills) and of the flat env (random actions), an update of the controller's
+    learner under each of ``protocols`` and of flat SAC, an episode of each reference controller."""
     import gymnasium as gym
 
     from pretrain.downstream.protocol import controller_env, flat_agent, hierarchical_agent, task
@@ -124,7 +124,7 @@ def _measure(task_name: str, clock) -> dict[str, float]:
     costs = {"skill_env_step": per_step(controller_env(task_name), 4),
              "flat_env_step": per_step(gym.make(task(task_name).low_level_id), 4)}
     discrete = isinstance(controller_env(task_name).action_space, gym.spaces.Discrete)
-    for protocol_name in ("paper", "v0.3"):
+    for protocol_name in protocols:
         if discrete:  # PPO: one rollout, then its update (every pass over it)
             agent = hierarchical_agent(task_name, 0, protocol_name=protocol_name)
             agent.learn(agent.n_steps)
@@ -169,17 +169,18 @@ def _run_seconds(spec, costs: dict[str, float]) -> float:
     k = episode_steps // SKILLS_PER_EPISODE
     transitions = spec.steps / k
     collect = (spec.steps + evaluations * episode_steps) * costs["skill_env_step"]
-    if f"ppo_{spec.protocol}_minibatch_step" in costs:
+    ppo, sac = f"ppo_{spec.protocol}_minibatch_step", f"sac_{spec.protocol}_update"
+    if ppo in costs:
         epochs = spec.steps / (PPO_EPISODES_PER_EPOCH * episode_steps)
         ten_passes = 10 * PPO_EPISODES_PER_EPOCH * SKILLS_PER_EPISODE // PPO_MINIBATCH  # ``ten_pass_ppo``'s steps
         steps_per_epoch = PPO_GRADIENT_STEPS_PER_EPOCH if protocol(spec.protocol).ppo == "paper" else ten_passes
-        return collect + epochs * steps_per_epoch * costs[f"ppo_{spec.protocol}_minibatch_step"]
+        return collect + epochs * steps_per_epoch * costs[ppo]
     if protocol(spec.protocol).sac == "pretraining":
         updates = max(0.0, transitions - settings.learning_starts) * settings.gradient_steps / (
             settings.episodes_per_epoch * SKILLS_PER_EPISODE)
     else:
         updates = max(0.0, transitions - 100) * 4
-    return collect + updates * costs[f"sac_{spec.protocol}_update"]
+    return collect + updates * costs[sac]
 
 
 def _estimate(args: argparse.Namespace) -> int:
@@ -193,7 +194,9 @@ def _estimate(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)
     specs = read_sweep_file(args.sweep_file)
-    costs = {name: _measure(name, time.process_time) for name in dict.fromkeys(spec.task for spec in specs)}
+    costs = {name: _measure(name, time.process_time, sorted({spec.protocol for spec in specs if spec.task == name
+                                                             and spec.agent == "controller" and spec.protocol}))
+             for name in dict.fromkeys(spec.task for spec in specs)}
     per_run: dict[str, float] = {}
     for spec in specs:
         label = f"{spec.task} {spec.agent}" + (f" {spec.protocol}" if spec.protocol else "")

@@ -47,8 +47,13 @@ def spread(values: list[float]) -> dict[str, float]:
 
 
 def _run_dir(name: str, run_roots: list[Path]) -> Path:
-    """A trial's folder: under the first run root that holds it (else the first's, where it would be made)."""
-    return next((root / name for root in run_roots if (root / name).is_dir()), run_roots[0] / name)
+    """A trial's folder: of the run roots that hold it, the one whose evaluations reach the furthest epoch (the
+    first of equals; a stale partial copy in another root must not hide a finished run), else the first root's."""
+    held = [root / name for root in run_roots if (root / name).is_dir()]
+    if len(held) < 2:
+        return held[0] if held else run_roots[0] / name
+    reach = [max((row["epoch"] for row in _history(folder)), default=-1) for folder in held]
+    return held[reach.index(max(reach))]
 
 
 def _group(env: str, method: str, trials: list[Trial], run_roots: list[Path], seconds: float | None,
@@ -102,7 +107,7 @@ def summarize(trials: list[Trial], run_root: str | Path | Sequence[str | Path],
     """The summary over seeds of the trials' run folders under ``run_root``.
 
     :param run_root: a sweep's run root, or several (two sweeps of one sweep file side by side, each in its own
-        root, since a root takes one sweep at a time): a trial's folder is read from the first root holding it.
+        root, since a root takes one sweep at a time): a trial's folder is read from the root where it got furthest.
     :param landed: trial name -> the evaluation rows kept from its run, read where its run folder holds fewer.
     """
     run_roots = [Path(run_root)] if isinstance(run_root, (str, Path)) else [Path(root) for root in run_root]
@@ -111,7 +116,7 @@ def summarize(trials: list[Trial], run_root: str | Path | Sequence[str | Path],
         groups.setdefault((trial.env, trial.method), []).append(trial)
     seconds = epoch_seconds or {}
     idle = [key in seconds for key in groups]
-    return {"metric": METRIC, "run_root": " ".join(str(root) for root in run_roots),
+    return {"metric": METRIC, "run_root": str(run_roots[0]) if len(run_roots) == 1 else [str(r) for r in run_roots],
             "hours": ("idle estimate: epochs x epoch_seconds of the sweep file" if all(idle) else
                       "the runs' wall clock (mean over seeds)" if not any(idle) else
                       "idle estimate where the group's epoch_seconds is given, else the runs' wall clock"),

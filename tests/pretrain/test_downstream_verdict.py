@@ -237,3 +237,15 @@ def test_the_sweep_runs_through_ray_and_a_second_call_runs_only_what_is_not_fini
     assert {p: p.stat().st_mtime_ns for p in before} == before  # finished runs untouched
     row = json.loads((root / "runs" / "cheetah_hurdle-controller-paper-seed=0.json").read_text())
     assert row["finished"] and row["algorithm"] == "PPO" and len(row["final"]["returns"]) == 2
+
+
+def test_the_estimate_counts_each_ablations_ppo_steps_from_its_own_measured_update():
+    """``paper_task_view`` makes the paper's 10 minibatch steps per epoch, ``paper_ten_passes`` v0.3's 20."""
+    cli = downstream_cli()
+    specs = {spec.protocol: spec for spec in read_sweep_file(ROOT / "benchmarks" / "downstream_ablation.yaml")
+             if spec.seed == 0}
+    epochs = 2_000_000 / (64 * 200)
+    costs = {"skill_env_step": 0.0, "ppo_paper_task_view_minibatch_step": 1.0,
+             "ppo_paper_ten_passes_minibatch_step": 1.0}
+    assert cli._run_seconds(specs["paper_task_view"], costs) == pytest.approx(10 * epochs)
+    assert cli._run_seconds(specs["paper_ten_passes"], costs) == pytest.approx(20 * epochs)

@@ -324,17 +324,20 @@ def test_summary_reads_the_kept_rows_of_a_run_whose_folder_is_behind_and_else_th
     assert summarize(trials, tmp_path, {("point_mass", "m"): 1.8})["groups"][0]["finished_seeds"] == 1
 
 
-def test_summary_reads_each_run_from_the_first_of_several_run_roots_that_holds_it(tmp_path):
-    """Two sweeps of one sweep file side by side need two roots (a root takes one sweep at a time)."""
-    trials = [Trial(f"m-seed={s}", "point_mass", ("epochs=2",), "point_mass", "m", s) for s in (0, 1)]
+def test_summary_reads_each_run_from_the_run_root_where_it_got_furthest(tmp_path):
+    """Two sweeps of one sweep file side by side need two roots (a root takes one sweep at a time); a partial copy
+    of a run left in the other root must not hide it."""
+    trials = [Trial(f"m-seed={s}", "point_mass", ("epochs=2",), "point_mass", "m", s) for s in (0, 1, 2)]
     first, second = tmp_path / "a", tmp_path / "b"
-    for root, seed, value in ((first, 0, 5), (second, 1, 9), (second, 0, 99)):  # seed 0 in both: the first wins
+    for root, seed, epochs, value in ((first, 0, 2, 5), (second, 0, 2, 99),  # as far in both: the first root's
+                                      (first, 1, 1, 3), (second, 1, 2, 9), (second, 2, 2, 7)):
         (root / f"m-seed={seed}" / "eval").mkdir(parents=True)
-        rows = [{"epoch": 0, "env_steps": 0, "policy_coverage": 1}, {"epoch": 2, "env_steps": 400, "policy_coverage": value}]
+        rows = [{"epoch": epoch, "env_steps": 200 * epoch, "policy_coverage": value} for epoch in range(epochs + 1)]
         (root / f"m-seed={seed}" / "eval" / "coverage.json").write_text(json.dumps(rows))
     group = summarize(trials, [first, second], {("point_mass", "m"): 1.8})["groups"][0]
-    assert [run["run_dir"] for run in group["runs"]] == [str(first / "m-seed=0"), str(second / "m-seed=1")]
-    assert group["finished_seeds"] == 2 and group["final"]["values"] == [5, 9]
+    assert [run["run_dir"] for run in group["runs"]] == [str(first / "m-seed=0"), str(second / "m-seed=1"),
+                                                         str(second / "m-seed=2")]
+    assert group["finished_seeds"] == 3 and group["final"]["values"] == [5, 9, 7]
     assert summarize(trials, first, {("point_mass", "m"): 1.8})["groups"][0]["finished_seeds"] == 1
 
 
