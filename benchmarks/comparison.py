@@ -258,7 +258,7 @@ def main() -> None:
     parser.add_argument("--sweep-file", type=Path, default=ROOT / "benchmarks" / "comparison.yaml")
     parser.add_argument("--run-root", type=Path, nargs="+", required=True,
                         help="the sweep's --run-root, or several where parts of the sweep ran side by side, each in "
-                             "its own root (a run folder is read from the first root that holds it)")
+                             "its own root (a run is read from the root where it got furthest)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "comparison")
     parser.add_argument("--held-out-seed", type=int, default=HELD_OUT_SEED)
     parser.add_argument("--goals", type=int, default=50, help="zero-shot goals per METRA / LSD / DIAYN run (0: none)")

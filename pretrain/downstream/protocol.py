@@ -21,6 +21,7 @@ control steps on DMC). Two named protocols (:data:`PROTOCOLS`), and two ablation
 Two ablations, each the paper's protocol with one of v0.3's differences, ask which of them makes v0.3's PPO better
 on HalfCheetahGoal (8 seeds each: 7.40 against 5.17, benchmarks/README.md): ``"paper_task_view"`` (v0.3's view)
 and ``"paper_ten_passes"`` (v0.3's PPO: 10 passes at lr 3e-4, where the paper's makes 5 at the pretraining lr).
+The view does it: 7.28 with v0.3's view, 5.90 with its PPO (8 seeds each; benchmarks/results/downstream/ablation).
 
 Absolute coordinates in the paper's view: the pretraining observation holds the agent's absolute position (Ant
 x-y, HalfCheetah x, the Quadruped torso x-y). It is kept, as in the paper: every episode starts at the origin, so
