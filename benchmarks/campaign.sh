@@ -61,15 +61,14 @@ seeds() {  # a copy of a sweep file with the given seeds (the same run folders a
 # comparison.py reads beside the first (--run-root A B); folders under $RUNS (land() reads them as runs/NAME).
 COMPARISON_ROOTS=(comparison comparison_b)
 
-sweep() {  # a comparison sweep in core A's run root
-  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/${COMPARISON_ROOTS[0]}" --cpus-per-run 1 --max-concurrent 1 \
-    --address auto
+sweep_in() {  # a comparison sweep in the run root $RUNS/$1 (then the sweep's arguments)
+  local root=$1
+  shift
+  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/$root" --cpus-per-run 1 --max-concurrent 1 --address auto
 }
 
-sweep_b() {  # a comparison sweep in core B's run root
-  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/${COMPARISON_ROOTS[1]}" --cpus-per-run 1 --max-concurrent 1 \
-    --address auto
-}
+sweep() { sweep_in "${COMPARISON_ROOTS[0]}" "$@"; }    # core A's run root
+sweep_b() { sweep_in "${COMPARISON_ROOTS[1]}" "$@"; }  # core B's run root
 
 then_next() {  # run a sweep; the queue goes on after failed runs (exit 1), and stops on any other failure
   "$@"
