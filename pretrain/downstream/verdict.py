@@ -8,7 +8,9 @@ one value per seed) against
   the other's upper end) and **paired** (the per-seed differences, on the same evaluation episodes: separated when
   the 95 % t-interval of the difference is above 0);
 - the better reference controller (the highest mean of zero-shot, zero-shot every step and look-ahead): the ratio
-  of the means, and the paired difference.
+  of the means, and the paired difference;
+- for every other protocol of the same task, the default protocol's (the paper's) trained controller, unpaired and
+  paired by seed: whether a variant (metra-gym 0.3's settings, an ablation) does better than the paper's protocol.
 
 Targets (issue 41): above random and untrained skills with separated intervals, and within 20 % of the better
 reference controller (mean at least 0.8 of its mean).
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from pretrain.downstream.protocol import DEFAULT_PROTOCOL
 from pretrain.downstream.reference import BEST_OF
 
 TARGET_RATIO = 0.8
@@ -116,6 +119,9 @@ def verdicts(results: dict[str, dict[str, dict[int, dict[str, Any]]]]) -> dict[s
                 "above_random_skills": against.get("random", {}).get("separated"),
                 "above_untrained_skills": against.get("untrained", {}).get("separated"),
                 "within_20_percent_of_the_better_reference": entry.get("best_reference", {}).get("within_20_percent")}
+            default = values.get(f"controller/{DEFAULT_PROTOCOL}")
+            if protocol_name != DEFAULT_PROTOCOL and default:
+                entry["against_default"] = _compare(trained, default)
             out.setdefault(task_name, {})[protocol_name] = entry
     return out
 
@@ -136,8 +142,9 @@ def _versus(entry: dict[str, Any], name: str) -> str:
 
 
 def table(verdict: dict[str, Any], references: dict[str, dict[str, Any]]) -> str:
-    """A markdown table: one row per task and protocol. **sep**: the trained controller's interval is above this
-    one; **>0**: the paired difference's interval is above 0. A target without the runs to judge it is "not run"."""
+    """Markdown tables: one row per task and protocol; each variant protocol against the default one; the reference
+    controllers. **sep**: the trained controller's interval is above this one; **>0** (**<0**): the paired
+    difference's interval is above (below) 0. A target without the runs to judge it is "not run"."""
     lines = ["| task | protocol | seeds | trained controller | untrained controller | random skills | untrained skills "
              "| flat SAC | better reference | trained / better reference | targets met |", "|---" * 11 + "|"]
     for task_name, protocols in verdict.items():
@@ -154,6 +161,17 @@ def table(verdict: dict[str, Any], references: dict[str, dict[str, Any]]) -> str
                          f"{_versus(entry, 'untrained')} | {_versus(entry, 'flat')} | {best_cell} | {ratio} | "
                          f"{len(met)} of 3{': ' + ', '.join(met) if met else ''}"
                          f"{'; not run: ' + ', '.join(unknown) if unknown else ''} |")
+    variants = [(task_name, protocol_name, entry["against_default"]) for task_name, protocols in verdict.items()
+                for protocol_name, entry in protocols.items() if "against_default" in entry]
+    if variants:
+        lines += ["", f"| task | protocol | its trained controller | {DEFAULT_PROTOCOL}'s | difference, paired by seed |",
+                  "|---" * 5 + "|"]
+        for task_name, protocol_name, compared in variants:
+            mine = _cell(verdict[task_name][protocol_name]["trained"]) + (" **sep**" if compared["separated"] else "")
+            paired = compared.get("paired_difference")
+            sign = " **>0**" if compared.get("paired_separated") else " **<0**" if paired and paired["high"] < 0 else ""
+            paired_cell = f"{_cell(paired)} over {paired['seeds']} seeds{sign}" if paired else "-"
+            lines.append(f"| {task_name} | {protocol_name} | {mine} | {_cell(compared['other'])} | {paired_cell} |")
     lines += ["", "| task | " + " | ".join(REFERENCE_STYLE) + " |", "|---" * (len(REFERENCE_STYLE) + 1) + "|"]
     for task_name, entries in sorted(references.items()):
         lines.append(f"| {task_name} | " + " | ".join(_cell(entries.get(name)) for name in REFERENCE_STYLE) + " |")

@@ -81,6 +81,27 @@ def test_one_seed_of_a_trained_controller_separates_from_nothing(tmp_path):
     assert entry["targets"]["above_random_skills"] is False
 
 
+def test_a_variant_protocol_is_compared_with_the_papers_paired_by_seed(tmp_path):
+    """An ablation's question is whether it beats the paper's protocol: unpaired the intervals overlap here, paired by
+    seed every seed is 1.0 to 1.3 above."""
+    runs = tmp_path / "runs"
+    paper = [3.0, 6.0, 4.0, 7.0]
+    for seed, value in enumerate(paper):
+        write_run(runs, "cheetah_goal", "controller", seed, value, "paper")
+        write_run(runs, "cheetah_goal", "controller", seed, value + 1.0 + 0.1 * seed, "paper_task_view")
+        write_run(runs, "cheetah_goal", "controller", seed, value - 2.0 - 0.1 * seed, "paper_ten_passes")
+    verdict = verdicts(gather([runs]))["cheetah_goal"]
+    assert "against_default" not in verdict["paper"]
+    better = verdict["paper_task_view"]["against_default"]
+    assert not better["separated"] and better["paired_separated"]
+    assert better["paired_difference"]["mean"] == pytest.approx(1.15)
+    worse = verdict["paper_ten_passes"]["against_default"]
+    assert not worse["paired_separated"] and worse["paired_difference"]["high"] < 0
+    text = write_summary([runs], tmp_path / "out")["table"]
+    assert "| cheetah_goal | paper_task_view | 6.15 (" in text and "over 4 seeds **>0** |" in text
+    assert "| cheetah_goal | paper_ten_passes | 2.85 (" in text and "over 4 seeds **<0** |" in text
+
+
 def test_the_summary_reads_the_v03_benchmarks_files_as_protocol_v03(tmp_path):
     old = {"task": "cheetah_goal", "agent": "hierarchical", "seed": 0, "points": [[0, 2.0], [102400, 7.0]],
            "episodes": [50, 50]}
