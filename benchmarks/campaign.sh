@@ -8,8 +8,10 @@
 # One 2-CPU Ray cluster; every sweep joins it with --cpus-per-run 1 --max-concurrent 1, so that each queue keeps one
 # CPU (without --max-concurrent, Ray gave a freed CPU to whichever sweep had a run pending: 2026-11-29 the downstream
 # sweep took both and core A's runs waited). Run folders live in $RUNS (default /work/runs; the work tree's runs/
-# links to it): the sweeps resume what is there and skip what the landed results hold
-# (benchmarks/results/downstream/paper/runs, results/comparison/finished_runs). Run states do not outlive every
+# links to it): the sweeps resume what is there; the downstream sweeps also skip the runs landed in
+# benchmarks/results/downstream/paper/runs (start copies them into the run root), while a comparison sweep sees run
+# folders only, so a comparison run whose folder is gone runs again (its landed numbers in
+# results/comparison/finished_runs stand until it has finished again). Run states do not outlive every
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
@@ -100,6 +102,9 @@ core_a() {
   # issue 41 (4): zero-shot goal reaching of DIAYN's skills (q(z | g)) beside METRA's and LSD's needs DIAYN's
   # snapshots, whose run folders went with an earlier machine: its 4 runs again (1.0 idle h on Ant, 0.5 on HalfCheetah)
   then_next sweep benchmarks/comparison.yaml --only diayn
+  # issue 42 (1): HalfCheetah's METRA at equal env steps needs snapshots, which its landed runs (from an earlier
+  # machine) did not keep: its 2 runs again (0.5 idle h each), the reference of HalfCheetah's equal-steps table
+  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only metra
   then_next sweep benchmarks/comparison.yaml --only ant --only cic
   then_next sweep "$(seeds benchmarks/exploration.yaml 0)"  # seed 1 runs on core B
   then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001

@@ -56,11 +56,17 @@ from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
 # Zero-shot goal reaching: phi's differences point at goals (METRA, LSD); DIAYN picks the skill q(z | g) finds
 # likeliest (its snapshots from before format 5 lack q: the run state of the same epoch is exported instead).
 GOAL_METHODS = ("metra", "lsd", "diayn")
-# The paper's qualitative result (METRA, ICLR 2024, state Ant and HalfCheetah), written beside ours.
-PAPER_ORDERING = "METRA best; LSD second on Ant; DIAYN and DADS low without an x-y prior"
+# The paper's qualitative results (METRA, ICLR 2024), written beside ours, by the sweep file's name: the skill
+# methods on state Ant and HalfCheetah, and the pure exploration methods on state Ant.
+PAPER_ORDERING = {"comparison": "METRA best; LSD second on Ant; DIAYN and DADS low without an x-y prior",
+                  "exploration": "METRA's total coverage far above every pure exploration method's on state Ant "
+                                 "(they fail to explore it)"}
 # Epochs between the snapshots evaluated held out along each run: 0.4 M env steps (1.6 M, DADS's extended budget
 # and the exploration runs' equal-steps point, is the fourth).
 HELD_OUT_EVERY = 250
+# The equal-env-steps point the methods are also ranked at: 1.6 M env steps, which every method's runs reach (DADS
+# is extended to it, issue 42), a multiple of HELD_OUT_EVERY.
+EQUAL_STEPS_EPOCH = 1000
 
 
 def last_snapshot(run_dir: Path) -> Path | None:
@@ -253,6 +259,37 @@ def ordering(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def ordering_at(summary: dict[str, Any], epoch: int) -> list[str]:
+    """Per env, the methods by mean held-out coverage of their snapshots at ``epoch`` (equal env steps), best first,
+    naming the methods with no such snapshot evaluated yet."""
+    lines = []
+    for env in dict.fromkeys(group["env"] for group in summary["groups"]):
+        groups = [g for g in summary["groups"] if g["env"] == env and g.get("held_out_curve")]
+        at = {g["method"]: next((p for p in g["held_out_curve"] if p["epoch"] == epoch), None) for g in groups}
+        scored = sorted(((p["mean"], method, len(p["values"])) for method, p in at.items() if p), reverse=True)
+        if not scored:
+            continue
+        ranked = " > ".join(f"{method} ({number:.0f}, {n} seed{'s' * (n > 1)})" for number, method, n in scored)
+        missing = [method for method, point in at.items() if not point]
+        steps = next(p["env_steps"] for p in at.values() if p)
+        lines.append(f"- {env} (held out, epoch {epoch} = {steps / 1e6:.1f} M env steps): {ranked}"
+                     + (f"; not yet: {', '.join(missing)}" if missing else ""))
+    return lines
+
+
+def total_ordering(summary: dict[str, Any]) -> list[str]:
+    """Per env, the methods by mean total coverage (bins of every training trajectory so far, the paper's measure for
+    the exploration methods) at the last epoch every seed reached, best first."""
+    lines = []
+    for env in dict.fromkeys(group["env"] for group in summary["groups"]):
+        scored = sorted(((g["final"]["total"]["mean"], g["method"], g["final"]["hours"]) for g in summary["groups"]
+                         if g["env"] == env and (g["final"] or {}).get("total")), reverse=True)
+        if scored:
+            lines.append(f"- {env}: " + " > ".join(f"{method} ({number:.0f} at {hours:.2f} h)"
+                                                   for number, method, hours in scored))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sweep-file", type=Path, default=ROOT / "benchmarks" / "comparison.yaml")
@@ -339,8 +376,16 @@ def main() -> None:
                            f"(held_out) and its snapshots every {args.held_out_every} epochs (held_out_curve)"
                            + ("; only kept and carried numbers (--no-held-out)" if args.no_held_out else ""))
     out = write_summary(summary, args.out)
-    notes = ["", f"Paper's ordering: {PAPER_ORDERING}.", "", "Ours, by mean policy coverage at the end:",
+    paper = PAPER_ORDERING.get(args.sweep_file.stem)  # another sweep file is no comparison of the paper's
+    notes = [*(["", f"Paper's ordering: {paper}."] if paper else []), "", "Ours, by mean policy coverage at the end:",
              *ordering(summary)]
+    at_steps = ordering_at(summary, EQUAL_STEPS_EPOCH)
+    if at_steps:
+        notes += ["", "Ours at equal env steps, by mean held-out policy coverage:", *at_steps]
+    totals = total_ordering(summary)
+    if totals:
+        notes += ["", "Ours by mean total coverage (all training trajectories; the paper's measure for the exploration "
+                  "methods) where every seed got:", *totals]
     goal_rows = [f"- {g['env']} {g['method']}: {g['goal_distance']['mean']:.1f} m mean final distance "
                  f"(per seed: {', '.join(str(v) for v in g['goal_distance']['values'])}), {args.goals} goals"
                  for g in summary["groups"] if "goal_distance" in g]

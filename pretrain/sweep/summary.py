@@ -96,6 +96,9 @@ def _group(env: str, method: str, trials: list[Trial], run_roots: list[Path], se
         final = {"epoch": shared[-1], "env_steps": int(np.mean([row["env_steps"] for row in rows])),
                  "hours": hours(shared[-1], rows), "values": [row["policy_coverage"] for row in rows],
                  **spread([row["policy_coverage"] for row in rows])}
+        totals = [row.get("total_coverage") for row in rows]
+        if all(total is not None for total in totals):  # runs that log it (older rows do not)
+            final["total"] = {"values": totals, **spread(totals)}
     return {"env": env, "method": method, "seeds": [trial.seed for trial in trials],
             "finished_seeds": sum(run["finished"] for run in runs), "epoch_seconds": seconds, "runs": runs,
             **curves, "final": final}
@@ -125,24 +128,29 @@ def summarize(trials: list[Trial], run_root: str | Path | Sequence[str | Path],
                        for (env, method), members in groups.items()]}
 
 
+def _spread_cell(entry: dict[str, Any] | None) -> str:
+    """``mean ± std (per seed)``, or a dash."""
+    return f"{entry['mean']:.1f} ± {entry['std']:.1f} ({', '.join(str(v) for v in entry['values'])})" if entry else "-"
+
+
 def table(summary: dict[str, Any]) -> str:
     """A markdown table: one row per env and method."""
     held = any("held_out" in group for group in summary["groups"])
+    total = any((group["final"] or {}).get("total") for group in summary["groups"])
     header = ("| env | method | seeds finished | last epoch every seed reached: epoch, env steps, hours | policy coverage "
-              "there: mean ± std (per seed) |" + (" held out at each finished run's end: mean ± std (per seed) |"
-                                                   if held else ""))
-    lines = [header, "|---" * (5 + held) + "|"]
+              "there: mean ± std (per seed) |" + (" total coverage there: mean ± std (per seed) |" if total else "")
+              + (" held out at each finished run's end: mean ± std (per seed) |" if held else ""))
+    lines = [header, "|---" * (5 + total + held) + "|"]
     for group in summary["groups"]:
         final = group["final"]
         where = (f"{final['epoch']}, {final['env_steps'] / 1e6:.2f} M, {final['hours']:.2f} h" if final else "-")
-        cover = (f"{final['mean']:.1f} ± {final['std']:.1f} ({', '.join(str(v) for v in final['values'])})"
-                 if final else "-")
+        cover = _spread_cell(final)
         line = (f"| {group['env']} | {group['method']} | {group['finished_seeds']} / {len(group['seeds'])} | {where} | "
                 f"{cover} |")
+        if total:
+            line += f" {_spread_cell(final.get('total') if final else None)} |"
         if held:
-            out = group.get("held_out")
-            line += (f" {out['mean']:.1f} ± {out['std']:.1f} ({', '.join(str(v) for v in out['values'])}) |"
-                     if out else " - |")
+            line += f" {_spread_cell(group.get('held_out'))} |"
         lines.append(line)
     return "\n".join(lines) + "\n"
 

@@ -64,6 +64,10 @@ def test_verdicts_compare_unpaired_and_paired_and_measure_the_distance_to_the_be
     best = entry["best_reference"]
     assert best["name"] == "lookahead" and best["ratio"] == pytest.approx(5.75 / 7.15)
     assert best["within_20_percent"] is True  # 0.804
+    # The distance to the zero-shot reference (issue 41): zero_shot is the only one run here, 0.25 above on average.
+    zero_shot = entry["zero_shot_reference"]
+    assert zero_shot["name"] == "zero_shot" and zero_shot["ratio"] == pytest.approx(5.75 / 6.0)
+    assert zero_shot["paired_difference"]["mean"] == pytest.approx(-0.25)
     assert entry["targets"] == {"above_random_skills": False, "above_untrained_skills": True,
                                 "within_20_percent_of_the_better_reference": True}
     assert "flat" not in entry["against"]  # not run: not judged

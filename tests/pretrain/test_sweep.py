@@ -21,7 +21,7 @@ from pretrain.cli import main
 from pretrain.config import ConfigError, load_config
 from pretrain.run.trainer import train
 from pretrain.sweep import sweep
-from pretrain.sweep.summary import summarize, write_summary
+from pretrain.sweep.summary import summarize, table, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
 from pretrain.sweep.trials import RESUME, PlannedTrial, Trial, grid_trials, parse_grid, plan, setting, trial_name
 from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
@@ -302,6 +302,9 @@ def test_summary_gives_mean_and_spread_over_seeds_at_the_end_all_seeds_reached(t
     assert (total["epoch"], total["n"], total["mean"], total["min"], total["max"]) == (2, 3, 120.0, 100, 140)
     out = write_summary(summary, tmp_path / "summary")
     assert "12.0 ± 2.0 (10, 14, 12)" in (out / "table.md").read_text()
+    # total coverage where every seed got (the paper's ranking of the exploration methods) beside policy coverage
+    assert group["final"]["total"]["values"] == [100, 140, 120]
+    assert "| 12.0 ± 2.0 (10, 14, 12) | 120.0 ± 20.0 (100, 140, 120) |" in (out / "table.md").read_text()
     assert (out / "figure.png").stat().st_size > 1000 and json.loads((out / "summary.json").read_text())["groups"]
     assert (out / "total_coverage.png").stat().st_size > 1000
 
@@ -320,6 +323,7 @@ def test_summary_reads_the_kept_rows_of_a_run_whose_folder_is_behind_and_else_th
     assert [run["source"] for run in group["runs"]] == ["landed", "run folder"]
     assert group["finished_seeds"] == 2 and group["final"]["values"] == [7, 9]
     assert group["total_curve"] == []  # rows without total coverage (older runs) give no such curve
+    assert "total" not in group["final"] and "total coverage" not in table(summary)  # nor such a column
     # without the kept rows, seed 0 has not finished
     assert summarize(trials, tmp_path, {("point_mass", "m"): 1.8})["groups"][0]["finished_seeds"] == 1
 
@@ -622,3 +626,28 @@ def test_a_rerun_in_a_group_carried_from_an_earlier_summary_is_measured_and_kept
     assert kept_end["epoch"] == 2 and kept_end["held_out_policy_coverage"] >= 1
     assert [point["epoch"] for point in kept_along] == [1, 2]
     assert kept_along[-1]["held_out_policy_coverage"] == kept_end["held_out_policy_coverage"]
+
+
+def test_the_comparison_ranks_methods_at_equal_env_steps_and_by_total_coverage(monkeypatch):
+    """benchmarks/comparison.py beside its end-of-run ranking: the methods at one snapshot epoch (equal env steps),
+    naming those not evaluated there yet, and by total coverage where every seed got (the exploration methods')."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("comparison_cli", ROOT / "benchmarks" / "comparison.py")
+    comparison = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(comparison)
+
+    def group(method, curve, total=None):
+        points = [{"epoch": epoch, "env_steps": epoch * 1600, "mean": mean, "values": values}
+                  for epoch, mean, values in curve]
+        final = {"hours": 1.0, **({"total": {"mean": total}} if total else {})}
+        return {"env": "ant", "method": method, "held_out_curve": points, "final": final}
+
+    summary = {"groups": [group("metra", [(250, 40, [30, 50]), (1000, 300, [290, 310])], total=3200),
+                          group("lsd", [(1000, 6, [6])]), group("dads", [(250, 20, [20, 20])], total=140),
+                          group("icm", [], total=900)]}
+    assert comparison.ordering_at(summary, 1000) == [
+        "- ant (held out, epoch 1000 = 1.6 M env steps): metra (300, 2 seeds) > lsd (6, 1 seed); not yet: dads"]
+    assert comparison.total_ordering(summary) == [
+        "- ant: metra (3200 at 1.00 h) > icm (900 at 1.00 h) > dads (140 at 1.00 h)"]
