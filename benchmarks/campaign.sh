@@ -9,8 +9,8 @@
 # CPU (without --max-concurrent, Ray gave a freed CPU to whichever sweep had a run pending: 2026-11-29 the downstream
 # sweep took both and core A's runs waited). Run folders live in $RUNS (default /work/runs; the work tree's runs/
 # links to it): the sweeps resume what is there; the downstream sweeps also skip the runs landed in
-# benchmarks/results/downstream/paper/runs (start copies them into the run root), while a comparison sweep sees run
-# folders only, so a comparison run whose folder is gone runs again (its landed numbers in
+# benchmarks/results/downstream/{paper,ablation}/runs (start copies them into their run roots), while a comparison
+# sweep sees run folders only, so a comparison run whose folder is gone runs again (its landed numbers in
 # results/comparison/finished_runs stand until it has finished again). Run states do not outlive every
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").

@@ -18,6 +18,10 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
   gone. The end-of-run numbers likewise (``OUT/finished_runs/NAME.json``): measured again only for another
   snapshot, held-out seed or number of goals.
 
+``table.md`` ranks the methods three ways beside the paper's statement (by the sweep file's name: ``comparison`` or
+``exploration``): by held-out coverage at each run's end (equal idle hours), at epoch 1,000 (1.6 M env steps, equal
+env steps) and by total coverage at the end of finished runs (the exploration methods' measure).
+
 Run states do not outlive every machine, so the results keep what the summary needs: each finished run's
 evaluation rows and end-of-run numbers go to ``OUT/finished_runs/NAME.json``, read back where the run folder is
 gone; a group that has finished fewer runs than the earlier ``OUT/summary.json`` had (runs gone before they were
@@ -64,8 +68,9 @@ PAPER_ORDERING = {"comparison": "METRA best; LSD second on Ant; DIAYN and DADS l
 # Epochs between the snapshots evaluated held out along each run: 0.4 M env steps (1.6 M, DADS's extended budget
 # and the exploration runs' equal-steps point, is the fourth).
 HELD_OUT_EVERY = 250
-# The equal-env-steps point the methods are also ranked at: 1.6 M env steps, which every method's runs reach (DADS
-# is extended to it, issue 42), a multiple of HELD_OUT_EVERY.
+# The equal-env-steps point the methods are also ranked at: 1.6 M env steps, which every method's budget reaches
+# but DADS's at lr 4e-4 (350 and 200 epochs; its lr-1e-4 runs are extended to it, issue 42), a multiple of
+# HELD_OUT_EVERY.
 EQUAL_STEPS_EPOCH = 1000
 
 
@@ -259,34 +264,50 @@ def ordering(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _budget(group: dict[str, Any]) -> int:
+    """The most epochs a run of the group is to train (its sweep file's budget)."""
+    return max((run.get("target_epochs", 0) for run in group.get("runs", [])), default=0)
+
+
 def ordering_at(summary: dict[str, Any], epoch: int) -> list[str]:
     """Per env, the methods by mean held-out coverage of their snapshots at ``epoch`` (equal env steps), best first,
-    naming the methods with no such snapshot evaluated yet."""
+    naming the methods whose budget ends before ``epoch`` and those with no snapshot there evaluated yet."""
     lines = []
     for env in dict.fromkeys(group["env"] for group in summary["groups"]):
-        groups = [g for g in summary["groups"] if g["env"] == env and g.get("held_out_curve")]
-        at = {g["method"]: next((p for p in g["held_out_curve"] if p["epoch"] == epoch), None) for g in groups}
+        groups = [g for g in summary["groups"] if g["env"] == env]
+        at = {g["method"]: next((p for p in g.get("held_out_curve") or [] if p["epoch"] == epoch), None)
+              for g in groups}
         scored = sorted(((p["mean"], method, len(p["values"])) for method, p in at.items() if p), reverse=True)
         if not scored:
             continue
         ranked = " > ".join(f"{method} ({number:.0f}, {n} seed{'s' * (n > 1)})" for number, method, n in scored)
-        missing = [method for method, point in at.items() if not point]
+        short = [g["method"] for g in groups if not at[g["method"]] and _budget(g) < epoch]
+        missing = [g["method"] for g in groups if not at[g["method"]] and _budget(g) >= epoch]
         steps = next(p["env_steps"] for p in at.values() if p)
         lines.append(f"- {env} (held out, epoch {epoch} = {steps / 1e6:.1f} M env steps): {ranked}"
+                     + (f"; its budget ends before: {', '.join(short)}" if short else "")
                      + (f"; not yet: {', '.join(missing)}" if missing else ""))
     return lines
 
 
 def total_ordering(summary: dict[str, Any]) -> list[str]:
-    """Per env, the methods by mean total coverage (bins of every training trajectory so far, the paper's measure for
-    the exploration methods) at the last epoch every seed reached, best first."""
+    """Per env, the methods whose seeds have all finished by mean total coverage (bins of every training trajectory
+    so far, the paper's measure for the exploration methods) at their end, best first (equal idle hours where the
+    budgets are, as in the sweep files); naming those still training and those whose runs log none."""
     lines = []
     for env in dict.fromkeys(group["env"] for group in summary["groups"]):
-        scored = sorted(((g["final"]["total"]["mean"], g["method"], g["final"]["hours"]) for g in summary["groups"]
-                         if g["env"] == env and (g["final"] or {}).get("total")), reverse=True)
-        if scored:
-            lines.append(f"- {env}: " + " > ".join(f"{method} ({number:.0f} at {hours:.2f} h)"
-                                                   for number, method, hours in scored))
+        groups = [g for g in summary["groups"] if g["env"] == env]
+        done = [g for g in groups if g["finished_seeds"] == len(g["seeds"])]
+        scored = sorted(((g["final"]["total"]["mean"], g["method"], g["final"]["hours"]) for g in done
+                         if (g["final"] or {}).get("total")), reverse=True)
+        if not scored:
+            continue
+        training = [g["method"] for g in groups if g not in done]
+        unlogged = [g["method"] for g in done if not (g["final"] or {}).get("total")]
+        lines.append(f"- {env}: " + " > ".join(f"{method} ({number:.0f} at {hours:.2f} h)"
+                                               for number, method, hours in scored)
+                     + (f"; not logged by their runs: {', '.join(unlogged)}" if unlogged else "")
+                     + (f"; still training: {', '.join(training)}" if training else ""))
     return lines
 
 
@@ -379,13 +400,14 @@ def main() -> None:
     paper = PAPER_ORDERING.get(args.sweep_file.stem)  # another sweep file is no comparison of the paper's
     notes = [*(["", f"Paper's ordering: {paper}."] if paper else []), "", "Ours, by mean policy coverage at the end:",
              *ordering(summary)]
-    at_steps = ordering_at(summary, EQUAL_STEPS_EPOCH)
+    at_steps = ordering_at(summary, EQUAL_STEPS_EPOCH) if EQUAL_STEPS_EPOCH % args.held_out_every == 0 else [
+        f"- none: --held-out-every {args.held_out_every} evaluates no snapshot at epoch {EQUAL_STEPS_EPOCH}"]
     if at_steps:
         notes += ["", "Ours at equal env steps, by mean held-out policy coverage:", *at_steps]
     totals = total_ordering(summary)
     if totals:
         notes += ["", "Ours by mean total coverage (all training trajectories; the paper's measure for the exploration "
-                  "methods) where every seed got:", *totals]
+                  "methods) at the end of finished runs (equal idle hours):", *totals]
     goal_rows = [f"- {g['env']} {g['method']}: {g['goal_distance']['mean']:.1f} m mean final distance "
                  f"(per seed: {', '.join(str(v) for v in g['goal_distance']['values'])}), {args.goals} goals"
                  for g in summary["groups"] if "goal_distance" in g]

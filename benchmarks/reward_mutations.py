@@ -253,6 +253,8 @@ def copy_tree(root: Path, files: list[str], dest: Path) -> None:
 def apply(mutation: Mutation, tree: Path) -> None:
     """Replace the mutation's snippet in the copy at ``tree`` (checked again to occur exactly once there)."""
     path = tree / mutation.file
+    if path.is_symlink():  # writing through a link could change the file it points to, in the work tree
+        raise RuntimeError(f"{mutation.name}: {mutation.file} is a symbolic link; mutate the file itself")
     text = path.read_text()
     if text.count(mutation.snippet) != 1:
         raise RuntimeError(f"{mutation.name}: the snippet occurs {text.count(mutation.snippet)} times in the copy")
@@ -270,7 +272,9 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout: float) -> dict[str, A
     the output's last lines."""
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests], cwd=tree,
+        # --basetemp inside the copy: the tests' tmp_path folders go with it (not to the system's pytest-of-USER)
+        done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, f"--basetemp={tree / '.pytest_tmp'}",
+                               *tests], cwd=tree,
                               env=copy_environment(tree), capture_output=True, text=True, timeout=timeout)
         code, output = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as expired:
@@ -351,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         raise SystemExit("mutation records that no longer match the code:\n  " + "\n  ".join(problems))
     mutations = [m for m in MUTATIONS if args.only is None or m.method in args.only]
-    files = working_tree_files(ROOT)
+    files, state = working_tree_files(ROOT), git_state(ROOT)  # what the copies are made of
     start = time.perf_counter()
 
     all_tests = tuple(dict.fromkeys(test for m in mutations for test in m.tests))
@@ -376,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
 
     caught = sum(r["outcome"] == "caught" for r in results)
     summary = {"what": "test-suite runs on the working tree with one reward mutation each (issue 42, section 3)",
-               "date": str(date.today()), **git_state(ROOT), "only": args.only,
+               "date": str(date.today()), **state, "only": args.only,
                "pytest": ["python", "-m", "pytest", *PYTEST_ARGS], "timeout_s": args.timeout,
                "baseline": {"exit_code": baseline["exit_code"], "seconds": baseline["seconds"],
                             "tests": list(all_tests)},

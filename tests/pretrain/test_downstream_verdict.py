@@ -11,19 +11,14 @@ from pretrain.config import ConfigError
 from pretrain.downstream.runs import RunSpec
 from pretrain.downstream.sweep import read_sweep_file, select
 from pretrain.downstream.verdict import gather, interval, verdicts, write_summary
+from tests.benchmark_scripts import benchmark_script
 from tests.pretrain.helpers import fake_ray_tune
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def downstream_cli():
-    """``benchmarks/downstream.py`` as a module (benchmarks/ is no package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("downstream_cli", ROOT / "benchmarks" / "downstream.py")
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
-    return cli
+    return benchmark_script("downstream")
 
 
 def write_run(folder: Path, task: str, agent: str, seed: int, final: float, protocol: str | None = None,
@@ -104,6 +99,10 @@ def test_a_variant_protocol_is_compared_with_the_papers_paired_by_seed(tmp_path)
     text = write_summary([runs], tmp_path / "out")["table"]
     assert "| cheetah_goal | paper_task_view | 6.15 (" in text and "over 4 seeds **>0** |" in text
     assert "| cheetah_goal | paper_ten_passes | 2.85 (" in text and "over 4 seeds **<0** |" in text
+    # One seed is no interval: below, but not marked so.
+    write_run(runs, "cheetah_goal", "controller", 0, 1.0, "pilot")
+    text = write_summary([runs], tmp_path / "out")["table"]
+    assert "| cheetah_goal | pilot | 1.00 (1.00-1.00) | 5.00 (" in text and "over 1 seed |" in text
 
 
 def test_the_summary_reads_the_v03_benchmarks_files_as_protocol_v03(tmp_path):

@@ -25,6 +25,7 @@ from pretrain.sweep.summary import summarize, table, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
 from pretrain.sweep.trials import RESUME, PlannedTrial, Trial, grid_trials, parse_grid, plan, setting, trial_name
 from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
+from tests.benchmark_scripts import benchmark_script
 from tests.pretrain.helpers import fake_ray_tune
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -588,14 +589,7 @@ def test_a_rerun_in_a_group_carried_from_an_earlier_summary_is_measured_and_kept
     """benchmarks/comparison.py: a group whose earlier runs' folders are gone keeps the earlier summary's numbers
     until it finishes as many runs again; a run re-run meanwhile is still evaluated held out (its end and its
     snapshots along the run) and kept beside the results, so that its numbers outlive its folder too."""
-    import importlib.util
-
-    from pretrain.run.trainer import train
-
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # as running the script puts its folder first
-    spec = importlib.util.spec_from_file_location("comparison_cli", ROOT / "benchmarks" / "comparison.py")
-    comparison = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(comparison)
+    comparison = benchmark_script("comparison", monkeypatch)
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(yaml.safe_dump({
         "seeds": [0, 1], "envs": {"pm": "point_mass"}, "epochs": {"pm": {"metra": 2}},
@@ -628,26 +622,26 @@ def test_a_rerun_in_a_group_carried_from_an_earlier_summary_is_measured_and_kept
     assert kept_along[-1]["held_out_policy_coverage"] == kept_end["held_out_policy_coverage"]
 
 
-def test_the_comparison_ranks_methods_at_equal_env_steps_and_by_total_coverage(monkeypatch):
+def test_the_comparison_ranks_methods_at_equal_env_steps_and_by_total_coverage():
     """benchmarks/comparison.py beside its end-of-run ranking: the methods at one snapshot epoch (equal env steps),
-    naming those not evaluated there yet, and by total coverage where every seed got (the exploration methods')."""
-    import importlib.util
+    naming those whose budget ends before it and those not evaluated there yet; and by total coverage at the end of
+    the groups whose seeds have all finished (the exploration methods' measure), naming the others."""
+    comparison = benchmark_script("comparison")
 
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("comparison_cli", ROOT / "benchmarks" / "comparison.py")
-    comparison = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(comparison)
-
-    def group(method, curve, total=None):
+    def group(method, curve, total=None, budget=1000, finished=2):
         points = [{"epoch": epoch, "env_steps": epoch * 1600, "mean": mean, "values": values}
                   for epoch, mean, values in curve]
         final = {"hours": 1.0, **({"total": {"mean": total}} if total else {})}
-        return {"env": "ant", "method": method, "held_out_curve": points, "final": final}
+        return {"env": "ant", "method": method, "held_out_curve": points, "final": final, "seeds": [0, 1],
+                "finished_seeds": finished, "runs": [{"target_epochs": budget}] * 2}
 
     summary = {"groups": [group("metra", [(250, 40, [30, 50]), (1000, 300, [290, 310])], total=3200),
-                          group("lsd", [(1000, 6, [6])]), group("dads", [(250, 20, [20, 20])], total=140),
-                          group("icm", [], total=900)]}
+                          group("lsd", [(1000, 6, [6])], finished=1, total=5000),
+                          group("dads", [(250, 20, [20, 20])], total=140, budget=350),
+                          group("icm", [], total=900), group("diayn", [])]}
     assert comparison.ordering_at(summary, 1000) == [
-        "- ant (held out, epoch 1000 = 1.6 M env steps): metra (300, 2 seeds) > lsd (6, 1 seed); not yet: dads"]
+        "- ant (held out, epoch 1000 = 1.6 M env steps): metra (300, 2 seeds) > lsd (6, 1 seed); "
+        "its budget ends before: dads; not yet: icm, diayn"]
     assert comparison.total_ordering(summary) == [
-        "- ant: metra (3200 at 1.00 h) > icm (900 at 1.00 h) > dads (140 at 1.00 h)"]
+        "- ant: metra (3200 at 1.00 h) > icm (900 at 1.00 h) > dads (140 at 1.00 h); not logged by their runs: diayn; "
+        "still training: lsd"]

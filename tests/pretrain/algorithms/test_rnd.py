@@ -74,12 +74,14 @@ def test_a_step_trains_the_predictor_only_and_merges_its_new_errors_into_the_run
     errors = learner.prediction_error(obs).detach().double()  # under the updated predictor, merged from (0, 1, 1e-4)
     assert learner.error_moments.count.item() == pytest.approx(64.0001)
     assert learner.error_moments.mean.item() == pytest.approx(errors.mean().item() * 64 / 64.0001, rel=1e-5)
-    # A second batch far from the first: URLB's merge of n errors of mean m and unbiased variance v into the running
-    # (M, V, c) is V' = (V c + v n + (m - M)^2 c n / (c + n)) / (c + n), whose last term the far batch makes count.
+    # A second batch, under the predictor the first step moved: URLB's merge of n errors of mean m and unbiased
+    # variance v into the running (M, V, c) is V' = (V c + v n + (m - M)^2 c n / (c + n)) / (c + n). Here c is 64,
+    # not 1e-4, so the between-batch term counts (checked: without it V' is off by more than 1 %).
     M, V, c = (learner.error_moments.mean.item(), learner.error_moments.var.item(), learner.error_moments.count.item())
-    far = th.randn(64, 3) + 5.0
-    learner.update(far, far, th.zeros(64, 0))
-    errors = learner.prediction_error(far).detach().double()
+    second = th.randn(64, 3)
+    learner.update(second, second, th.zeros(64, 0))
+    errors = learner.prediction_error(second).detach().double()
     n, m, v = 64, errors.mean().item(), errors.var().item()
     expected = (V * c + v * n + (m - M) ** 2 * c * n / (c + n)) / (c + n)
     assert learner.error_moments.var.item() == pytest.approx(expected, rel=1e-5)
+    assert (V * c + v * n) / (c + n) != pytest.approx(expected, rel=1e-2)
