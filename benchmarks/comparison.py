@@ -264,14 +264,10 @@ def ordering(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _budget(group: dict[str, Any]) -> int:
-    """The most epochs a run of the group is to train (its sweep file's budget)."""
-    return max((run.get("target_epochs", 0) for run in group.get("runs", [])), default=0)
-
-
-def ordering_at(summary: dict[str, Any], epoch: int) -> list[str]:
+def ordering_at(summary: dict[str, Any], epoch: int, budgets: dict[tuple[str, str], int]) -> list[str]:
     """Per env, the methods by mean held-out coverage of their snapshots at ``epoch`` (equal env steps), best first,
-    naming the methods whose budget ends before ``epoch`` and those with no snapshot there evaluated yet."""
+    naming the methods whose budget (``budgets``: (env, method) -> the sweep file's epochs) ends before ``epoch``
+    and those with no snapshot there evaluated yet."""
     lines = []
     for env in dict.fromkeys(group["env"] for group in summary["groups"]):
         groups = [g for g in summary["groups"] if g["env"] == env]
@@ -281,12 +277,12 @@ def ordering_at(summary: dict[str, Any], epoch: int) -> list[str]:
         if not scored:
             continue
         ranked = " > ".join(f"{method} ({number:.0f}, {n} seed{'s' * (n > 1)})" for number, method, n in scored)
-        short = [g["method"] for g in groups if not at[g["method"]] and _budget(g) < epoch]
-        missing = [g["method"] for g in groups if not at[g["method"]] and _budget(g) >= epoch]
+        short = [g["method"] for g in groups if not at[g["method"]] and budgets[env, g["method"]] < epoch]
+        missing = [g["method"] for g in groups if not at[g["method"]] and budgets[env, g["method"]] >= epoch]
         steps = next(p["env_steps"] for p in at.values() if p)
         lines.append(f"- {env} (held out, epoch {epoch} = {steps / 1e6:.1f} M env steps): {ranked}"
                      + (f"; its budget ends before: {', '.join(short)}" if short else "")
-                     + (f"; not yet: {', '.join(missing)}" if missing else ""))
+                     + (f"; no snapshot there evaluated (yet): {', '.join(missing)}" if missing else ""))
     return lines
 
 
@@ -400,7 +396,8 @@ def main() -> None:
     paper = PAPER_ORDERING.get(args.sweep_file.stem)  # another sweep file is no comparison of the paper's
     notes = [*(["", f"Paper's ordering: {paper}."] if paper else []), "", "Ours, by mean policy coverage at the end:",
              *ordering(summary)]
-    at_steps = ordering_at(summary, EQUAL_STEPS_EPOCH) if EQUAL_STEPS_EPOCH % args.held_out_every == 0 else [
+    budgets = {(t.env, t.method): t.config(1).epochs for t in read.trials}
+    at_steps = ordering_at(summary, EQUAL_STEPS_EPOCH, budgets) if EQUAL_STEPS_EPOCH % args.held_out_every == 0 else [
         f"- none: --held-out-every {args.held_out_every} evaluates no snapshot at epoch {EQUAL_STEPS_EPOCH}"]
     if at_steps:
         notes += ["", "Ours at equal env steps, by mean held-out policy coverage:", *at_steps]

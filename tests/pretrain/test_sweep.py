@@ -628,20 +628,21 @@ def test_the_comparison_ranks_methods_at_equal_env_steps_and_by_total_coverage()
     the groups whose seeds have all finished (the exploration methods' measure), naming the others."""
     comparison = benchmark_script("comparison")
 
-    def group(method, curve, total=None, budget=1000, finished=2):
+    def group(method, curve, total=None, finished=2):
         points = [{"epoch": epoch, "env_steps": epoch * 1600, "mean": mean, "values": values}
                   for epoch, mean, values in curve]
         final = {"hours": 1.0, **({"total": {"mean": total}} if total else {})}
         return {"env": "ant", "method": method, "held_out_curve": points, "final": final, "seeds": [0, 1],
-                "finished_seeds": finished, "runs": [{"target_epochs": budget}] * 2}
+                "finished_seeds": finished}
 
     summary = {"groups": [group("metra", [(250, 40, [30, 50]), (1000, 300, [290, 310])], total=3200),
                           group("lsd", [(1000, 6, [6])], finished=1, total=5000),
-                          group("dads", [(250, 20, [20, 20])], total=140, budget=350),
+                          group("dads", [(250, 20, [20, 20])], total=140),
                           group("icm", [], total=900), group("diayn", [])]}
-    assert comparison.ordering_at(summary, 1000) == [
+    budgets = {("ant", method): 1000 for method in ("metra", "lsd", "icm", "diayn")} | {("ant", "dads"): 350}
+    assert comparison.ordering_at(summary, 1000, budgets) == [
         "- ant (held out, epoch 1000 = 1.6 M env steps): metra (300, 2 seeds) > lsd (6, 1 seed); "
-        "its budget ends before: dads; not yet: icm, diayn"]
+        "its budget ends before: dads; no snapshot there evaluated (yet): icm, diayn"]
     assert comparison.total_ordering(summary) == [
         "- ant: metra (3200 at 1.00 h) > icm (900 at 1.00 h) > dads (140 at 1.00 h); not logged by their runs: diayn; "
         "still training: lsd"]
