@@ -118,6 +118,16 @@ def test_a_bundled_cards_figures_are_beside_it_and_shown():
     assert read_config(resolve_checkpoint("kitchen_state"))["provenance"]["figures"]  # issue 40: paths and tasks
 
 
+def test_the_current_bundled_cards_are_what_the_writer_writes_today():
+    """A card regenerated from its config (``model_card``) after the writer changes, so that bundled cards do not
+    drift from exported ones; the released versions (``NAME-0.x``) keep the cards they shipped with."""
+    from metra_gym.skill_checkpoint.writer import model_card
+
+    for name in (name for name in BUNDLED_NAMES if "-0." not in name):
+        folder = resolve_checkpoint(name)
+        assert (folder / "README.md").read_text() == str(model_card(read_config(folder), name)), name
+
+
 @pytest.mark.parametrize("edit", [
     {"actor_activation": "relu", "format_version": 3},  # tanh weights run as a ReLU actor (issue 45), versions agree
     {"normalizer.std": [1.0] * 29},  # a valid value, another normaliser
