@@ -303,7 +303,7 @@ def total_ordering(summary: dict[str, Any]) -> list[str]:
         lines.append(f"- {env}: " + " > ".join(f"{method} ({number:.0f} at {hours:.2f} h)"
                                                for number, method, hours in scored)
                      + (f"; not logged by their runs: {', '.join(unlogged)}" if unlogged else "")
-                     + (f"; still training: {', '.join(training)}" if training else ""))
+                     + (f"; not finished: {', '.join(training)}" if training else ""))
     return lines
 
 

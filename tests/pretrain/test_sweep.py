@@ -645,4 +645,4 @@ def test_the_comparison_ranks_methods_at_equal_env_steps_and_by_total_coverage()
         "its budget ends before: dads; no snapshot there evaluated (yet): icm, diayn"]
     assert comparison.total_ordering(summary) == [
         "- ant: metra (3200 at 1.00 h) > icm (900 at 1.00 h) > dads (140 at 1.00 h); not logged by their runs: diayn; "
-        "still training: lsd"]
+        "not finished: lsd"]
