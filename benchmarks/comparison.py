@@ -289,7 +289,7 @@ def ordering_at(summary: dict[str, Any], epoch: int, budgets: dict[tuple[str, st
 def total_ordering(summary: dict[str, Any]) -> list[str]:
     """Per env, the methods whose seeds have all finished by mean total coverage (bins of every training trajectory
     so far, the paper's measure for the exploration methods) at their end, best first (equal idle hours where the
-    budgets are, as in the sweep files); naming those still training and those whose runs log none."""
+    budgets are, as in the sweep files); naming those not finished and those whose runs log none."""
     lines = []
     for env in dict.fromkeys(group["env"] for group in summary["groups"]):
         groups = [g for g in summary["groups"] if g["env"] == env]
