@@ -9,7 +9,8 @@ runs. It writes ``summary.json``, ``figure.png`` and ``table.md`` as the sweep's
 - held-out policy coverage of its last snapshot (48 skills and reset seeds not used in training,
   ``--held-out-seed``), as ``benchmarks/learning_speed.py`` evaluates snapshots;
 - zero-shot goal reaching of that snapshot (``--goals`` goals, the same for every method) for the methods that
-  define it: METRA and LSD (phi), DIAYN (q(z | g), the paper's comparison);
+  define it: METRA and LSD (phi), DIAYN (q(z | g), the paper's comparison), beside what standing still at the start
+  scores on the same goals;
 - held-out policy coverage at equal env steps: of every run's snapshots at multiples of ``--held-out-every`` epochs
   (every method's epoch is 8 episodes of 200 steps, so equal epochs are equal env steps), over seeds in the group's
   ``held_out_curve``, drawn against env steps and idle hours in ``held_out.png`` (the paper's axis for skill
@@ -409,7 +410,14 @@ def main() -> None:
                  f"(per seed: {', '.join(str(v) for v in g['goal_distance']['values'])}), {args.goals} goals"
                  for g in summary["groups"] if "goal_distance" in g]
     if goal_rows:
-        notes += ["", "Zero-shot goal reaching (last snapshot):", *goal_rows]
+        from pretrain.evaluation.goal_reaching import standing_still
+
+        # the floor: skills that do not move end this far from the same goals (as DIAYN's on Ant do)
+        env_ids = {t.env: t.config(1).env_id for t in read.trials}
+        floors = [f"- {env}, standing still at the start: "
+                  f"{standing_still(env_ids[env], args.goals, args.held_out_seed):.1f} m"
+                  for env in dict.fromkeys(g["env"] for g in summary["groups"] if "goal_distance" in g)]
+        notes += ["", "Zero-shot goal reaching (last snapshot):", *goal_rows, *floors]
     notes += held_out_table(summary, args.held_out_every)
     figures = ["figure.png", *(["total_coverage.png"] if any(g.get("total_curve") for g in summary["groups"]) else [])]
     if any(group.get("held_out_curve") for group in summary["groups"]):

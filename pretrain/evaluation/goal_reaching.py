@@ -41,6 +41,22 @@ def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np
     return np.random.default_rng(seed).uniform(-scale, scale, (n_goals, n_coordinates))
 
 
+def standing_still(env_id: str, n_goals: int = 50, seed: int = 0) -> float:
+    """The mean final distance to :func:`reach_goals`' goals of a policy that never moves: from each seeded reset's
+    position (``seed + i``, as :func:`reach_goals` resets) to its goal. The floor a zero-shot number is read against
+    (skills that do not move score it)."""
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    try:
+        starts = np.stack([np.asarray(env.reset(seed=seed + i)[1]["coordinates"], dtype=np.float64)
+                           for i in range(n_goals)])
+    finally:
+        env.close()
+    goals = sample_goals(env_id, n_goals, starts.shape[1], seed)
+    return float(np.linalg.norm(starts - goals, axis=1).mean())
+
+
 def reach_goals(policy: SkillPolicy, n_goals: int = 50, steps: int = EPISODE_STEPS, seed: int = 0) -> dict[str, Any]:
     """Final distances to ``n_goals`` goals, the goals, and the paths."""
     if policy.pixels is not None:  # the goal state moves the position in the observation, which images have not

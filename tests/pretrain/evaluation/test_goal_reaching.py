@@ -63,3 +63,24 @@ def test_goals_within_reach_lie_inside_the_skills_box_on_every_coordinate():
     goals = np.array([[0.0, 0.0], [1.0, -2.0], [1.5, 0.0], [0.0, -2.5], [-3.0, 3.0]])
     assert within_reach(goals, box).tolist() == [True, True, False, False, False]
     assert within_reach(np.array([[-5.0], [0.5], [5.0]]), box[:, :1]).tolist() == [False, True, False]
+
+
+def test_standing_still_is_what_skills_that_do_not_move_score(tmp_path):
+    """The floor of the comparison's zero-shot numbers: skills whose actions are all 0 (the point mass then stays
+    where it was reset) end exactly as far from the goals as ``standing_still`` says, on the same resets and goals."""
+    import pytest
+    import torch
+
+    from metra_gym.skill_policy import SkillPolicy
+    from pretrain.evaluation.goal_reaching import reach_goals, standing_still
+    from pretrain.export import export_untrained
+
+    export_untrained(load_config("point_mass", ["torch_threads=1"]), tmp_path / "still")
+    policy = SkillPolicy.from_pretrained(tmp_path / "still")
+    with torch.no_grad():
+        policy.actor.mu.weight.zero_()
+        policy.actor.mu.bias.zero_()
+    policy._numpy_actor = None  # the single-observation path reads its own copy of the weights
+    reached = reach_goals(policy, n_goals=6, steps=20, seed=3)
+    assert reached["mean"] == pytest.approx(standing_still(policy.env_id, 6, 3), abs=1e-6)
+    assert standing_still(policy.env_id, 6, 3) != pytest.approx(standing_still(policy.env_id, 6, 4))
