@@ -413,9 +413,9 @@ def main() -> None:
         from pretrain.evaluation.goal_reaching import standing_still
 
         # the floor: skills that do not move end this far from the same goals (as DIAYN's on Ant do)
-        env_ids = {t.env: t.config(1).env_id for t in read.trials}
+        envs = {t.env: t.config(1) for t in read.trials}
         floors = [f"- {env}, standing still at the start: "
-                  f"{standing_still(env_ids[env], args.goals, args.held_out_seed):.1f} m"
+                  f"{standing_still(envs[env].env_id, args.goals, args.held_out_seed, envs[env].env_kwargs):.1f} m"
                   for env in dict.fromkeys(g["env"] for g in summary["groups"] if "goal_distance" in g)]
         notes += ["", "Zero-shot goal reaching (last snapshot):", *goal_rows, *floors]
     notes += held_out_table(summary, args.held_out_every)

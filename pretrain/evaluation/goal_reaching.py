@@ -41,13 +41,16 @@ def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np
     return np.random.default_rng(seed).uniform(-scale, scale, (n_goals, n_coordinates))
 
 
-def standing_still(env_id: str, n_goals: int = 50, seed: int = 0) -> float:
+def standing_still(env_id: str, n_goals: int = 50, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> float:
     """The mean final distance to :func:`reach_goals`' goals of a policy that never moves: from each seeded reset's
     position (``seed + i``, as :func:`reach_goals` resets) to its goal. The floor a zero-shot number is read against
-    (skills that do not move score it)."""
+    (skills that do not move score it).
+
+    :param env_kwargs: the skills' environment keywords (their config's ``env_kwargs``), as their rollouts make it.
+    """
     import gymnasium as gym
 
-    env = gym.make(env_id)
+    env = gym.make(env_id, **(env_kwargs or {}))
     try:
         starts = np.stack([np.asarray(env.reset(seed=seed + i)[1]["coordinates"], dtype=np.float64)
                            for i in range(n_goals)])

@@ -82,5 +82,5 @@ def test_standing_still_is_what_skills_that_do_not_move_score(tmp_path):
         policy.actor.mu.bias.zero_()
     policy._numpy_actor = None  # the single-observation path reads its own copy of the weights
     reached = reach_goals(policy, n_goals=6, steps=20, seed=3)
-    assert reached["mean"] == pytest.approx(standing_still(policy.env_id, 6, 3), abs=1e-6)
+    assert reached["mean"] == pytest.approx(standing_still(policy.env_id, 6, 3, policy.config["env_kwargs"]), abs=1e-6)
     assert standing_still(policy.env_id, 6, 3) != pytest.approx(standing_still(policy.env_id, 6, 4))
