@@ -16,14 +16,15 @@
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
 # Core A, in order: issue 42 section 1 on Ant (the comparison at equal env steps: METRA seeds 0 and 1, LSD at 50
-# gradient steps), DIAYN again (issue 41's zero-shot goal reaching), Ant's CIC to METRA's steps, section 3 (the
-# exploration methods), Ant's DADS at lr 1e-4 to 1.6 M steps, then HalfCheetah's CIC and DADS on to equal env steps.
+# gradient steps), DIAYN again (issue 41's zero-shot goal reaching), HalfCheetah's METRA again (snapshots), section 3
+# (the exploration methods), Ant's CIC to METRA's steps, Ant's DADS at lr 1e-4 to 1.6 M steps, then HalfCheetah's CIC
+# and DADS on to equal env steps.
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
 # then two ablations on HalfCheetahGoal (downstream_ablation.yaml: which of v0.3's differences makes it better there;
-# 0.07 idle h a run), the paper's on Ant, then on Quadruped, then issue 42's exploration methods' seed 1 (in a run
-# root of its own), then v0.3's on Ant and Quadruped (2 seeds) and flat SAC (4 seeds).
+# 0.07 idle h a run), the paper's on Ant, then on Quadruped (seeds 2 and 3), then issue 42's exploration methods' seed 1
+# (in a run root of its own), Quadruped's seeds 4-7, then v0.3's on Ant and Quadruped (2 seeds) and flat SAC (4 seeds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -105,8 +106,10 @@ core_a() {
   # issue 42 (1): HalfCheetah's METRA at equal env steps needs snapshots, which its landed runs (from an earlier
   # machine) did not keep: its 2 runs again (0.5 idle h each), the reference of HalfCheetah's equal-steps table
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only metra
-  then_next sweep benchmarks/comparison.yaml --only ant --only cic
+  # issue 42 (3) had no run at all on 2026-11-30: the exploration methods before Ant's CIC, so that every section of
+  # the issue has results before any is complete
   then_next sweep "$(seeds benchmarks/exploration.yaml 0)"  # seed 1 runs on core B
+  then_next sweep benchmarks/comparison.yaml --only ant --only cic
   then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
@@ -119,10 +122,12 @@ core_b() {
   then_next downstream controller v0.3 cheetah_goal cheetah_hurdle
   then_next ablation
   then_next downstream controller paper ant_multigoals
-  then_next downstream controller paper quadruped_goal
-  # the exploration methods' seed 1 (seed 0 runs on core A; METRA's runs are core A's)
+  then_next downstream controller paper quadruped_goal --seeds 2 3
+  # the exploration methods' seed 1 (seed 0 runs on core A; METRA's runs are core A's), before Quadruped's last four
+  # seeds: issue 42 (3) had no run on 2026-11-30, Quadruped's paper controller 2 seeds of 8
   then_next sweep_b "$(seeds benchmarks/exploration.yaml 1)" --only icm --only lbs --only rnd --only apt \
     --only disagreement --only aps
+  then_next downstream controller paper quadruped_goal
   # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
   then_next downstream flat paper --seeds 0 1 2 3
