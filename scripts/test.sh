@@ -7,4 +7,7 @@ bash scripts/setup.sh
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 ruff check .
 mypy  # metra_gym/ ([tool.mypy] in pyproject.toml)
-python -m pytest -q "$@"
+# One worker per core (pytest-xdist), each test file on one worker so that a file's module fixtures are built once:
+# 838 s on one worker, 517 s on two on the 2-core machine beside two niced training runs (2026-11-30). `-n 0` after
+# the command runs the suite in one process (a debugger, or one test).
+python -m pytest -q -n auto --dist loadfile "$@"
