@@ -24,7 +24,8 @@
 # (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
 # then two ablations on HalfCheetahGoal (downstream_ablation.yaml: which of v0.3's differences makes it better there;
 # 0.07 idle h a run), the paper's on Ant, then on Quadruped (seeds 2 and 3), then issue 42's exploration methods' seed 1
-# (in a run root of its own), Quadruped's seeds 4-7, then v0.3's on Ant and Quadruped (2 seeds) and flat SAC (4 seeds).
+# (in a run root of its own), Quadruped's seeds 4-7, HumanoidGoal's seeds 5-7 (its own sweep file of issue 43), then
+# v0.3's on Ant and Quadruped (2 seeds) and flat SAC (4 seeds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -33,11 +34,12 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 BIN=$(dirname "$PY")
 
 start() {
-  mkdir -p "$RUNS" "$RUNS/downstream/runs" "$RUNS/downstream_ablation/runs"
+  mkdir -p "$RUNS" "$RUNS/downstream/runs" "$RUNS/downstream_ablation/runs" "$RUNS/humanoid_goal/runs"
   [ -e "$ROOT/runs" ] || ln -s "$RUNS" "$ROOT/runs"
   # the landed downstream runs: the sweep skips a finished run file of the same settings
   cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/downstream/runs/"
   cp -n "$ROOT"/benchmarks/results/downstream/ablation/runs/*.json "$RUNS/downstream_ablation/runs/" 2>/dev/null || true
+  cp -n "$ROOT"/benchmarks/results/downstream/humanoid_goal/runs/*.json "$RUNS/humanoid_goal/runs/"
   "$BIN/ray" stop >/dev/null 2>&1 || true
   rm -rf "$SRC" && mkdir -p "$SRC"
   (cd "$ROOT" && git archive HEAD | tar -x -C "$SRC")
@@ -89,6 +91,12 @@ ablation() {  # the paper protocol with one of v0.3's differences on HalfCheetah
     --cpus-per-run 1 --max-concurrent 1 --address auto
 }
 
+humanoid() {  # HumanoidGoal's seeds 5-7 (issue 41's 8 seeds): controller and references, flat SAC stays at 5 seeds
+  "$PY" benchmarks/downstream.py sweep benchmarks/humanoid_goal.yaml --run-root "$RUNS/humanoid_goal" \
+    --cpus-per-run 1 --max-concurrent 1 --address auto --seeds 5 6 7 \
+    --only controller random untrained zero_shot zero_shot_every_step lookahead
+}
+
 core_a() {
   cd "$SRC"
   set +e
@@ -128,6 +136,7 @@ core_b() {
   then_next sweep_b "$(seeds benchmarks/exploration.yaml 1)" --only icm --only lbs --only rnd --only apt \
     --only disagreement --only aps
   then_next downstream controller paper quadruped_goal
+  then_next humanoid
   # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
   then_next downstream flat paper --seeds 0 1 2 3
@@ -152,6 +161,12 @@ land() {
     nice -n 5 "$PY" benchmarks/downstream.py summary "$task_runs" benchmarks/results/downstream/ablation/runs \
       --out benchmarks/results/downstream/ablation
     rm -rf "$task_runs"
+  fi
+  finished=$(grep -l '"finished": true' runs/humanoid_goal/runs/*.json 2>/dev/null || true)
+  if [ -n "$finished" ]; then
+    cp -t benchmarks/results/downstream/humanoid_goal/runs/ $finished
+    nice -n 5 "$PY" benchmarks/downstream.py summary benchmarks/results/downstream/humanoid_goal/runs \
+      --out benchmarks/results/downstream/humanoid_goal
   fi
   local roots=("${COMPARISON_ROOTS[@]/#/runs/}")
   nice -n 5 "$PY" benchmarks/comparison.py --run-root "${roots[@]}"
