@@ -186,6 +186,18 @@ status() {
     [ -f "$log" ] || continue
     { grep -E "^(trial|run|sweep|downstream sweep|running|core|the queue)" "$log" || true; } | tail -n 3
   done
+  # a downstream run prints nothing until it ends: its run file's last evaluation says how far it is
+  "$PY" - "$RUNS" <<'EOF'
+import json, sys, time
+from pathlib import Path
+
+for path in sorted(Path(sys.argv[1]).glob("*/runs/*.json")):
+    run = json.loads(path.read_text())
+    if not run.get("finished") and run.get("points"):
+        steps, mean_return = run["points"][-1][:2]
+        minutes = (time.time() - path.stat().st_mtime) / 60
+        print(f"unfinished {path.stem}: {steps:,} steps, return {mean_return} ({minutes:.0f} min ago)")
+EOF
 }
 
 case "${1:-}" in
