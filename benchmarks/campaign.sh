@@ -142,18 +142,21 @@ core_b() {
   then_next downstream flat paper --seeds 0 1 2 3
 }
 
+land_finished() {  # copy the finished run files of run root $1 into the landed folder $2; true if any
+  local finished
+  finished=$(grep -l '"finished": true' "$1"/runs/*.json 2>/dev/null || true)
+  [ -n "$finished" ] || return 1
+  mkdir -p "$2"
+  cp -t "$2" $finished
+}
+
 land() {
   cd "$ROOT"
   export MUJOCO_GL=egl OMP_WAIT_POLICY=PASSIVE
-  local finished
-  finished=$(grep -l '"finished": true' runs/downstream/runs/*.json || true)
-  [ -z "$finished" ] || cp -t benchmarks/results/downstream/paper/runs/ $finished
+  land_finished runs/downstream benchmarks/results/downstream/paper/runs || true
   nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs benchmarks/results/downstream/paper/runs \
     --out benchmarks/results/downstream/paper
-  finished=$(grep -l '"finished": true' runs/downstream_ablation/runs/*.json 2>/dev/null || true)
-  if [ -n "$finished" ]; then
-    mkdir -p benchmarks/results/downstream/ablation/runs
-    cp -t benchmarks/results/downstream/ablation/runs/ $finished
+  if land_finished runs/downstream_ablation benchmarks/results/downstream/ablation/runs; then
     # beside HalfCheetahGoal's runs of the campaign alone (its protocols and reference controllers)
     local task_runs
     task_runs=$(mktemp -d)
@@ -162,9 +165,7 @@ land() {
       --out benchmarks/results/downstream/ablation
     rm -rf "$task_runs"
   fi
-  finished=$(grep -l '"finished": true' runs/humanoid_goal/runs/*.json 2>/dev/null || true)
-  if [ -n "$finished" ]; then
-    cp -t benchmarks/results/downstream/humanoid_goal/runs/ $finished
+  if land_finished runs/humanoid_goal benchmarks/results/downstream/humanoid_goal/runs; then
     nice -n 5 "$PY" benchmarks/downstream.py summary benchmarks/results/downstream/humanoid_goal/runs \
       --out benchmarks/results/downstream/humanoid_goal
   fi
