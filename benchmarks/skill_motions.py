@@ -11,6 +11,9 @@ with ``--seed`` from the checkpoint's prior, resets seeded ``seed + i``, the tra
   them the same for the 2-D skills' own directions, which random draws crowd as much);
 - the net turns of every unlimited hinge joint of the model (HalfCheetah's ``rooty``, the torso's pitch: a
   somersaulting skill gains one turn per flip; models whose root is a free joint, like Ant's, have none);
+- for a root that is a free joint (Ant's torso), the fraction of the episode's states with the root upside down (its
+  z axis below the horizon) and the root's largest height: a body that tumbles or jumps, which pure exploration
+  rewards early on;
 
 and, for skills with a phi (METRA, LSD), where phi looks: the norm of d phi / d s_i for each entry i of the
 normalised observation, averaged over every 10th visited state.
@@ -48,6 +51,20 @@ def unlimited_hinges(model: mujoco.MjModel) -> dict[str, int]:
             if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE and not model.jnt_limited[j]}
 
 
+def free_root(model: mujoco.MjModel) -> int | None:
+    """The qpos address of the model's first free joint (the root of a free-floating body: Ant's torso), or None."""
+    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    return int(model.jnt_qposadr[free[0]]) if free else None
+
+
+def root_posture(qpos: np.ndarray, root: int) -> tuple[float, float]:
+    """Over one episode's states ``qpos`` (steps, nq): the fraction with the free root upside down and the root's
+    largest height (m). The root's z axis has z component 1 - 2 (x^2 + y^2) for its quaternion (w, x, y, z) at
+    ``qpos[root + 3 : root + 7]``; below 0 the body's top faces the floor."""
+    x, y = qpos[:, root + 4], qpos[:, root + 5]
+    return float(np.mean(1.0 - 2.0 * (x * x + y * y) < 0.0)), float(qpos[:, root + 2].max())
+
+
 def straight_paths(starts: np.ndarray, ends: np.ndarray, steps: int) -> np.ndarray:
     """Straight lines from ``starts`` to ``ends`` (n, c), sampled densely enough (20 points per step) that no bin
     they cross is skipped: (n, 20 * steps + 1, c)."""
@@ -70,26 +87,30 @@ def skill_motions(checkpoint: str, n_skills: int = 48, seed: int = HELD_OUT_SEED
     steps = episode_steps(policy)
     skills = evaluation_skills(n_skills, policy.skill_dim, policy.discrete, seed=seed, prior=policy.skill_prior)
     rollouts = SkillRollouts(lambda: policy.make_env(steps), n_skills, steps)
-    hinges = unlimited_hinges(rollouts.envs[0].unwrapped.model)
-    starts: list[np.ndarray] = []
+    model = rollouts.envs[0].unwrapped.model
+    hinges, root = unlimited_hinges(model), free_root(model)
+    states: list[np.ndarray] = []  # (n_skills, nq) before each step; the first call comes right after the resets
 
     def act(obs: np.ndarray, z: np.ndarray) -> np.ndarray:
-        if not starts:  # the first call comes right after the resets
-            starts.extend(env.unwrapped.data.qpos.copy() for env in rollouts.envs)
+        states.append(np.stack([env.unwrapped.data.qpos.copy() for env in rollouts.envs]))
         return policy.act(obs, z)
 
     observations: list[np.ndarray] = []
     positions = rollouts.run(act, skills, seed=seed, observations=observations)
-    ends = [env.unwrapped.data.qpos.copy() for env in rollouts.envs]  # an ended episode is not stepped further
+    states.append(np.stack([env.unwrapped.data.qpos.copy() for env in rollouts.envs]))  # an ended one stays put
     rollouts.close()
+    qpos_paths = np.stack(states, axis=1)  # (n_skills, steps + 1, nq)
     rows = []
-    for z, path, qpos0, qpos1 in zip(skills, positions, starts, ends):
+    for z, path, qpos in zip(skills, positions, qpos_paths):
         move = path[-1] - path[0]
+        upside_down, height = root_posture(qpos, root) if root is not None else (None, None)
         rows.append({"skill": int(np.argmax(z)) if policy.discrete else z.round(4).tolist(),
                      "displacement_m": round(float(np.linalg.norm(move)), 2),
                      **({"direction_deg": round(float(np.degrees(np.arctan2(move[1], move[0]))), 1)}
                         if len(move) == 2 else {}),
-                     "turns": {n: round(float(qpos1[a] - qpos0[a]) / (2 * np.pi), 2) for n, a in hinges.items()}})
+                     "turns": {n: round(float(qpos[-1, a] - qpos[0, a]) / (2 * np.pi), 2) for n, a in hinges.items()},
+                     **({"upside_down_fraction": round(upside_down, 3), "root_max_height_m": round(height, 2)}
+                        if root is not None else {})})
     # The bins of the paths, and of straight lines from each start to the same end: equal when the skills run straight,
     # so that their bins follow from how far they travel alone.
     straight = straight_paths(positions[:, 0], positions[:, -1], steps)
@@ -129,7 +150,8 @@ def direction_spread(directions_deg: list[float], close: float = 3.0) -> tuple[f
 def table(results: dict[str, dict[str, Any]], far: float) -> str:
     lines = [f"| checkpoint | algorithm | env | skills | bins (straight lines to the same ends) | travel > {far:g} m | turn over >= 1 | median travel (m) |"
              " max travel (m) | most turns |"
-             " largest gap between directions (skills' z) | skills within 3 deg of another (skills' z) |", "|---" * 12 + "|"]
+             " largest gap between directions (skills' z) | skills within 3 deg of another (skills' z) |"
+             " upside down half the episode or more | root's largest height (m) |", "|---" * 14 + "|"]
     for label, result in results.items():
         travel = np.array([row["displacement_m"] for row in result["skills"]])
         turned = sum(any(abs(t) >= 1 for t in row["turns"].values()) for row in result["skills"])
@@ -141,10 +163,13 @@ def table(results: dict[str, dict[str, Any]], far: float) -> str:
             z_gap, z_crowded = direction_spread(result["skill_directions_deg"])
             spread = f"{gap:.1f} deg ({z_gap:.1f}) | {crowded} ({z_crowded})"
         most = max((abs(t) for row in result["skills"] for t in row["turns"].values()), default=None)
+        rooted = [row for row in result["skills"] if "upside_down_fraction" in row]  # a free root (rows since 11-30)
+        posture = (f"{sum(row['upside_down_fraction'] >= 0.5 for row in rooted)} | "
+                   f"{max(row['root_max_height_m'] for row in rooted):.2f}") if rooted else "- | -"
         lines.append(f"| {label} | {result['algorithm']} | {result['env_id']} | {len(travel)} | "
                      f"{result['policy_coverage']} ({result['straight_line_coverage']}) | "
                      f"{int((travel > far).sum())} | {flips} | {np.median(travel):.1f} | {travel.max():.1f} | "
-                     f"{'-' if most is None else f'{most:.1f}'} | {spread} |")
+                     f"{'-' if most is None else f'{most:.1f}'} | {spread} | {posture} |")
     return "\n".join(lines) + "\n"
 
 
