@@ -103,14 +103,14 @@ def skill_motions(checkpoint: str, n_skills: int = 48, seed: int = HELD_OUT_SEED
     rows = []
     for z, path, qpos in zip(skills, positions, qpos_paths):
         move = path[-1] - path[0]
-        upside_down, height = root_posture(qpos, root) if root is not None else (None, None)
-        rows.append({"skill": int(np.argmax(z)) if policy.discrete else z.round(4).tolist(),
-                     "displacement_m": round(float(np.linalg.norm(move)), 2),
-                     **({"direction_deg": round(float(np.degrees(np.arctan2(move[1], move[0]))), 1)}
-                        if len(move) == 2 else {}),
-                     "turns": {n: round(float(qpos[-1, a] - qpos[0, a]) / (2 * np.pi), 2) for n, a in hinges.items()},
-                     **({"upside_down_fraction": round(upside_down, 3), "root_max_height_m": round(height, 2)}
-                        if root is not None else {})})
+        row = {"skill": int(np.argmax(z)) if policy.discrete else z.round(4).tolist(),
+               "displacement_m": round(float(np.linalg.norm(move)), 2),
+               **({"direction_deg": round(float(np.degrees(np.arctan2(move[1], move[0]))), 1)} if len(move) == 2 else {}),
+               "turns": {n: round(float(qpos[-1, a] - qpos[0, a]) / (2 * np.pi), 2) for n, a in hinges.items()}}
+        if root is not None:
+            upside_down, height = root_posture(qpos, root)
+            row.update(upside_down_fraction=round(upside_down, 3), root_max_height_m=round(height, 2))
+        rows.append(row)
     # The bins of the paths, and of straight lines from each start to the same end: equal when the skills run straight,
     # so that their bins follow from how far they travel alone.
     straight = straight_paths(positions[:, 0], positions[:, -1], steps)
