@@ -15,17 +15,11 @@
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
-# Core A, in order: issue 42 section 1 on Ant (the comparison at equal env steps: METRA seeds 0 and 1, LSD at 50
-# gradient steps), DIAYN again (issue 41's zero-shot goal reaching), HalfCheetah's METRA again (snapshots), section 3
-# (the exploration methods), Ant's CIC to METRA's steps, Ant's DADS at lr 1e-4 to 1.6 M steps, then HalfCheetah's CIC
-# and DADS on to equal env steps.
+# Core A: what is left of issue 42 (Disagreement and APS seed 0, then Ant's and HalfCheetah's CIC and DADS at lr 1e-4
+# on to equal env steps); core B: Disagreement and APS seed 1, then issue 41's controllers still to train. Each
+# queue's order and why: core_a() and core_b() below.
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
-# sweep stopped by a signal, a Ray cluster that is gone). Core B: issue 41's controllers
-# (benchmarks/downstream.yaml): the HalfCheetah tasks' seeds of the paper's and v0.3's first (0.05-0.07 idle h a run),
-# then two ablations on HalfCheetahGoal (downstream_ablation.yaml: which of v0.3's differences makes it better there;
-# 0.07 idle h a run), the paper's on Ant, then on Quadruped (seeds 2 and 3), then issue 42's exploration methods' seed 1
-# (in a run root of its own), Quadruped's seeds 4-7, HumanoidGoal's seeds 5-7 (its own sweep file of issue 43), then
-# v0.3's on Ant and Quadruped (2 seeds) and flat SAC (4 seeds).
+# sweep stopped by a signal, a Ray cluster that is gone).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-/work/runs}
@@ -100,23 +94,12 @@ humanoid() {  # HumanoidGoal's seeds 5-7 (issue 41's 8 seeds): controller and re
 core_a() {
   cd "$SRC"
   set +e
-  then_next sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only metra
-  then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only lsd_gs50
-  then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only metra
-  # Ant's runs first, the issue's budgets (its DADS at 0.56 M, CIC at 1.84 M), the shorter ones first so that a run
-  # state lost with a machine costs the least (idle h a run: LSD at 50 steps 1.0, CIC 1.69, each exploration method
-  # 1.0, DADS 2.83); then HalfCheetah's runs on to equal env steps (CIC 0.83, DADS 2.08-2.60). About 26 idle h from
-  # 2026-11-30 04:50, core B's queue 28.
-  then_next sweep benchmarks/comparison.yaml --only ant --only lsd_gs50
-  # issue 41 (4): zero-shot goal reaching of DIAYN's skills (q(z | g)) beside METRA's and LSD's needs DIAYN's
-  # snapshots, whose run folders went with an earlier machine: its 4 runs again (1.0 idle h on Ant, 0.5 on HalfCheetah)
-  then_next sweep benchmarks/comparison.yaml --only diayn
-  # issue 42 (1): HalfCheetah's METRA at equal env steps needs snapshots, which its landed runs (from an earlier
-  # machine) did not keep: its 2 runs again (0.5 idle h each), the reference of HalfCheetah's equal-steps table
-  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only metra
-  # issue 42 (3) had no run at all on 2026-11-30: the exploration methods before Ant's CIC, so that every section of
-  # the issue has results before any is complete
-  then_next sweep "$(seeds benchmarks/exploration.yaml 0)"  # seed 1 runs on core B
+  # A comparison sweep sees run folders only: on a new machine it would train again every run whose folder is gone,
+  # also the landed ones (results/comparison/finished_runs and exploration/finished_runs). The queue holds the runs
+  # not landed on 2026-11-30 21:49, when a new machine had lost every run folder: issue 42 (3)'s Disagreement and
+  # APS first (2 x 1.0 idle h), then Ant's CIC to METRA's steps (1.69 idle h a run), Ant's DADS at lr 1e-4 to 1.6 M
+  # steps (2.83), then HalfCheetah's CIC and DADS on to equal env steps (0.83; 2.08-2.60). About 15 idle h.
+  then_next sweep "$(seeds benchmarks/exploration.yaml 0)" --only disagreement --only aps  # seed 1 runs on core B
   then_next sweep benchmarks/comparison.yaml --only ant --only cic
   then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
@@ -126,15 +109,11 @@ core_a() {
 core_b() {
   cd "$SRC"
   set +e
-  then_next downstream controller paper cheetah_goal cheetah_hurdle
-  then_next downstream controller v0.3 cheetah_goal cheetah_hurdle
-  then_next ablation
-  then_next downstream controller paper ant_multigoals
-  then_next downstream controller paper quadruped_goal --seeds 2 3
-  # the exploration methods' seed 1 (seed 0 runs on core A; METRA's runs are core A's), before Quadruped's last four
-  # seeds: issue 42 (3) had no run on 2026-11-30, Quadruped's paper controller 2 seeds of 8
-  then_next sweep_b "$(seeds benchmarks/exploration.yaml 1)" --only icm --only lbs --only rnd --only apt \
-    --only disagreement --only aps
+  # issue 42 (3)'s exploration methods' seed 1 (seed 0 runs on core A; ICM, LBS, RND and APT have landed), then
+  # issue 41's controllers: the downstream sweep skips the landed runs (start copies them into its run roots), so
+  # only Quadruped's seeds 4-7, HumanoidGoal's seeds 5-7 (its own sweep file of issue 43), v0.3 on Ant and Quadruped
+  # (2 seeds) and flat SAC (4 seeds) train. About 19 idle h.
+  then_next sweep_b "$(seeds benchmarks/exploration.yaml 1)" --only disagreement --only aps
   then_next downstream controller paper quadruped_goal
   then_next humanoid
   # the cut of benchmarks/downstream.yaml's header: v0.3 on Ant and Quadruped 2 seeds, flat SAC 4 seeds
