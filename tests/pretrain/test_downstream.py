@@ -201,7 +201,7 @@ def test_lean_sac_updates_as_sac_does_without_the_actor_steps_critic_gradients(t
     assert counts[SAC][0] == 2 * updates  # stock SAC: the critic's loss and the actor's
     assert counts[LeanSAC][0] == updates  # lean: the critic's loss only
     agents[LeanSAC].save(tmp_path / "lean.zip")
-    loaded = LeanSAC.load(tmp_path / "lean.zip", env=_Box())
+    loaded = LeanSAC.load(tmp_path / "lean.zip", env=_Box(), device="cpu")  # beside the CPU buffer below (SB3: "auto")
     assert type(SAC.load(tmp_path / "lean.zip")) is SAC  # a plain SAC zip
     loaded.replay_buffer = agents[LeanSAC].replay_buffer  # the zip holds no buffer
     loaded.set_logger(Logger(None, []))

@@ -96,7 +96,8 @@ def test_a_plain_env_trains_saves_loads_and_exports_skills_that_skill_env_runs(t
     obs = np.random.default_rng(0).standard_normal((4, 10)).astype(np.float32)
     z = np.array([[1.0, 0.0]] * 4, dtype=np.float32)
     with th.no_grad():
-        expected = loaded.actor(th.as_tensor(np.concatenate([obs, z], 1)), deterministic=True).numpy()
+        expected = loaded.actor(th.as_tensor(np.concatenate([obs, z], 1), device=loaded.device),
+                                deterministic=True).cpu().numpy()
     np.testing.assert_allclose(policy.act(obs, z), expected, rtol=1e-5, atol=1e-6)
     env = metra_gym.SkillEnv(gym.make("Swimmer-v5", **SWIMMER_KWARGS), tmp_path / "skills", skill_steps=5)
     env.reset(seed=0)
@@ -152,11 +153,12 @@ def test_a_model_built_in_python_trains_what_the_cli_trains_from_the_default_con
                  "--set", "gradient_steps=4",
                  "--set", "net_width=32", "--set", "torch_threads=1", "--set", "eval_skills=2",
                  "--set", "save_every=1"]) == 0
-    by_cli = METRA.load(run / "run_state" / "latest" / "model.zip")
+    # device="cpu": the config's default; the Python API keeps SB3's "auto" (CUDA where there is one)
+    by_cli = METRA.load(run / "run_state" / "latest" / "model.zip", device="cpu")
     by_cli.load_replay_buffer(run / "run_state" / "latest")
 
     in_python = METRA("MlpPolicy", "metra/HalfCheetah-v0", seed=0, episode_steps=100, learning_starts=steps,
-                      gradient_steps=4, policy_kwargs={"net_arch": [32, 32]})
+                      gradient_steps=4, policy_kwargs={"net_arch": [32, 32]}, device="cpu")
     venv = in_python.get_env()
     assert (venv.num_envs, venv.get_attr("normalizer_name")[0], in_python.normalizer) == (8, "half_cheetah",
                                                                                           "half_cheetah")

@@ -59,7 +59,8 @@ def test_the_defaults_are_urlbs():
 
 
 def test_the_critic_is_the_successor_features_of_the_task_times_the_task():
-    model = APS("MlpPolicy", "metra/PointMass-v0", buffer_size=2000, policy_kwargs={"net_arch": [16]})
+    model = APS("MlpPolicy", "metra/PointMass-v0", buffer_size=2000, policy_kwargs={"net_arch": [16]},
+                device="cpu")  # the CPU tensors below; SB3's default "auto" is CUDA where there is one
     critic = model.critic
     assert isinstance(critic, SuccessorFeatureCritic) and isinstance(model.critic_target, SuccessorFeatureCritic)
     assert model.skill_dim == critic.sf_dim == 10 and critic.q_networks[0][-1].out_features == 10
