@@ -9,9 +9,9 @@
 # CPU (without --max-concurrent, Ray gave a freed CPU to whichever sweep had a run pending: 2026-11-29 the downstream
 # sweep took both and core A's runs waited). Run folders live in $RUNS (default /work/runs; the work tree's runs/
 # links to it): the sweeps resume what is there; the downstream sweeps also skip the runs landed in
-# benchmarks/results/downstream/{paper,ablation}/runs (start copies them into their run roots), while a comparison
-# sweep sees run folders only, so a comparison run whose folder is gone runs again (its landed numbers in
-# results/comparison/finished_runs stand until it has finished again). Run states do not outlive every
+# benchmarks/results/downstream/{paper,ablation}/runs (start copies them into their run roots), and the comparison
+# sweeps skip the runs landed at their budget in results/comparison[/exploration]/finished_runs (sweep_in: the
+# sweep's --skip). Run states do not outlive every
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
@@ -60,10 +60,18 @@ seeds() {  # a copy of a sweep file with the given seeds (the same run folders a
 # comparison.py reads beside the first (--run-root A B); folders under $RUNS (land() reads them as runs/NAME).
 COMPARISON_ROOTS=(comparison comparison_b)
 
-sweep_in() {  # a comparison sweep in the run root $RUNS/$1 (then the sweep's arguments)
-  local root=$1
-  shift
-  "$PY" -m pretrain sweep "$@" --run-root "$RUNS/$root" --cpus-per-run 1 --max-concurrent 1 --address auto
+sweep_in() {  # a comparison sweep in the run root $RUNS/$1 (then the sweep file and the sweep's other arguments)
+  local root=$1 file=$2 landed name skips=()
+  shift 2
+  # The runs landed at the sweep file's budget (results/comparison[/exploration]/finished_runs) are left out: a
+  # comparison sweep sees run folders only, and a new machine has none, so it would train them again.
+  local out=benchmarks/results/comparison
+  case $(basename "$file") in exploration*) out=$out/exploration ;; esac
+  landed=$("$PY" benchmarks/comparison.py --sweep-file "$file" --out "$out" --landed) \
+    || { echo "the landed runs of $file could not be read" >&2; return 2; }
+  for name in $landed; do skips+=(--skip "$name"); done
+  "$PY" -m pretrain sweep "$file" "$@" "${skips[@]}" --run-root "$RUNS/$root" --cpus-per-run 1 --max-concurrent 1 \
+    --address auto
 }
 
 sweep() { sweep_in "${COMPARISON_ROOTS[0]}" "$@"; }    # core A's run root
@@ -94,11 +102,10 @@ humanoid() {  # HumanoidGoal's seeds 5-7 (issue 41's 8 seeds): controller and re
 core_a() {
   cd "$SRC"
   set +e
-  # A comparison sweep sees run folders only: on a new machine it would train again every run whose folder is gone,
-  # also the landed ones (results/comparison/finished_runs and exploration/finished_runs). The queue holds the runs
-  # not landed on 2026-11-30 21:49, when a new machine had lost every run folder: issue 42 (3)'s Disagreement and
-  # APS first (2 x 1.0 idle h), then Ant's CIC to METRA's steps (1.69 idle h a run), Ant's DADS at lr 1e-4 to 1.6 M
-  # steps (2.83), then HalfCheetah's CIC and DADS on to equal env steps (0.83; 2.08-2.60). About 15 idle h.
+  # What had not landed on 2026-11-30 21:49 (a new machine had lost every run folder): issue 42 (3)'s Disagreement
+  # and APS first (2 x 1.0 idle h), then Ant's CIC to METRA's steps (1.69 idle h a run), Ant's DADS at lr 1e-4 to
+  # 1.6 M steps (2.83), then HalfCheetah's CIC and DADS on to equal env steps (0.83; 2.08-2.60). About 15 idle h.
+  # A run that lands meanwhile is skipped on the next machine (sweep_in).
   then_next sweep "$(seeds benchmarks/exploration.yaml 0)" --only disagreement --only aps  # seed 1 runs on core B
   then_next sweep benchmarks/comparison.yaml --only ant --only cic
   then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001

@@ -57,6 +57,7 @@ from pretrain.run.run_folder import read_history  # noqa: E402
 from pretrain.sweep.summary import plot, summarize, write_summary  # noqa: E402
 from pretrain.sweep.summary import spread as over_seeds  # noqa: E402
 from pretrain.sweep.sweep_file import read_sweep_file  # noqa: E402
+from pretrain.sweep.trials import Trial  # noqa: E402
 
 # Zero-shot goal reaching: phi's differences point at goals (METRA, LSD); DIAYN picks the skill q(z | g) finds
 # likeliest (its snapshots from before format 5 lack q: the run state of the same epoch is exported instead).
@@ -212,6 +213,14 @@ def read_kept(folder: Path) -> dict[str, dict[str, Any]]:
     return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
 
 
+def landed_at_budget(trials: list[Trial], kept: dict[str, dict[str, Any]]) -> list[str]:
+    """The names of the trials whose kept record's last evaluation is at the trial's budget or past it: finished at
+    the settings of the sweep file now (a record of a shorter budget, say before a run was extended, is not)."""
+    return [trial.name for trial in trials
+            if (kept.get(trial.name) or {}).get("history")
+            and kept[trial.name]["history"][-1]["epoch"] >= trial.config(1).epochs]
+
+
 def keep(folder: Path, name: str, run_dir: Path, point: dict[str, Any] | None) -> None:
     """Keep a finished run's evaluation rows, and its end-of-run numbers where measured, beside the summary: a number
     of the same snapshot kept earlier (zero-shot goals, say) stays unless measured again."""
@@ -311,7 +320,7 @@ def total_ordering(summary: dict[str, Any]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sweep-file", type=Path, default=ROOT / "benchmarks" / "comparison.yaml")
-    parser.add_argument("--run-root", type=Path, nargs="+", required=True,
+    parser.add_argument("--run-root", type=Path, nargs="+",
                         help="the sweep's --run-root, or several where parts of the sweep ran side by side, each in "
                              "its own root (a run is read from the root where it got furthest)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "comparison")
@@ -320,10 +329,18 @@ def main() -> None:
     parser.add_argument("--no-held-out", action="store_true", help="the training evaluation only (fast)")
     parser.add_argument("--held-out-every", type=int, default=HELD_OUT_EVERY,
                         help="epochs between the snapshots evaluated held out along each run (equal env steps)")
+    parser.add_argument("--landed", action="store_true",
+                        help="only print the names of the trials whose kept record (OUT/finished_runs) reaches the "
+                             "sweep file's budget, one a line: the sweep's --skip on a machine without their folders")
     args = parser.parse_args()
     read = read_sweep_file(args.sweep_file)
     kept_folder = args.out / "finished_runs"
     kept = read_kept(kept_folder)
+    if args.landed:
+        print("\n".join(landed_at_budget(read.trials, kept)))
+        return
+    if not args.run_root:
+        parser.error("--run-root is required (the sweep's run roots), except with --landed")
     summary = summarize(read.trials, args.run_root, read.epoch_seconds,
                         landed={name: record["history"] for name, record in kept.items()})
     carried = carry_gone_groups(summary, args.out / "summary.json")

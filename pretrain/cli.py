@@ -200,7 +200,7 @@ def _sweep_command(args: argparse.Namespace) -> str:
         words += ["--config", args.config]
     if args.seeds is not None:
         words += ["--seeds", *map(str, args.seeds)]
-    for option, values in (("--grid", args.grid), ("--set", args.set), ("--only", args.only)):
+    for option, values in (("--grid", args.grid), ("--set", args.set), ("--only", args.only), ("--skip", args.skip)):
         for value in values or []:
             words += [option, value]
     if args.cpus_per_run != 1:
@@ -226,7 +226,7 @@ def _sweep(args: argparse.Namespace) -> int:
         result = sweep(args.config or "ant", args.run_root, args.seeds, parse_grid(args.grid or []), args.set,
                        cpus_per_run=args.cpus_per_run, address=args.address, sweep_file=args.sweep_file,
                        only=args.only, echo=lambda line: print(line, flush=True),
-                       max_concurrent=args.max_concurrent)
+                       max_concurrent=args.max_concurrent, skip=args.skip)
     except ConfigError as error:
         return _fail(error)
     except SweepInterrupted as stop:
@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--only", action="append", metavar="LABEL", help="with a sweep file: run only this env or "
                                                                          "method (repeatable: envs add up, methods add "
                                                                          "up, the two narrow down)")
+    sweep.add_argument("--skip", action="append", metavar="TRIAL", help="leave out this trial (its run folder's name; "
+                                                                         "repeatable): a run finished elsewhere whose "
+                                                                         "results are kept")
     sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run: its torch threads, less one per overlapped-collector worker")
     sweep.add_argument("--address", help="a Ray cluster to join ('auto' or HOST:PORT); default: Ray on this machine")
     sweep.add_argument("--max-concurrent", type=int, help=MAX_CONCURRENT_HELP)

@@ -88,10 +88,22 @@ class RunRootLock:
             self._fd = -1
 
 
+def leave_out(trials: list[Trial], names: list[str], every: list[Trial]) -> list[Trial]:
+    """``trials`` without those named in ``names``, each of which must name one of ``every`` (the sweep's trials
+    before ``only`` narrowed them: a name of another env or method is no mistake)."""
+    known = {trial.name for trial in every}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ConfigError(f"--skip {unknown[0]}: no trial of this sweep has that name (they are named like "
+                          f"{min(known)}, as their run folders); check the name against the sweep's trials")
+    return [trial for trial in trials if trial.name not in set(names)]
+
+
 def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: list[int] | None = None,
           grid: dict[str, list[Any]] | None = None, overrides: list[str] | None = None, cpus_per_run: int = 1,
           address: str | None = None, sweep_file: str | Path | None = None, only: list[str] | None = None,
-          echo: Callable[[str], None] = print, max_concurrent: int | None = None) -> SweepResult:
+          echo: Callable[[str], None] = print, max_concurrent: int | None = None,
+          skip: list[str] | None = None) -> SweepResult:
     """Train every trial (seeds x ``grid`` of ``config_name``, or the trials of ``sweep_file``) that has not finished.
 
     :param config_name: a bundled config or a YAML file (without ``sweep_file``).
@@ -110,6 +122,9 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
     :param echo: where progress lines go.
     :param max_concurrent: the most trials of this sweep at once (None: as many as the CPUs allow); a sweep's share
         of a cluster that other sweeps use too.
+    :param skip: names of trials to leave out (``ENV-METHOD-seed=N``, as their run folders are named): runs that
+        finished elsewhere, on a machine whose run folders are gone, and whose results are kept; without this the
+        sweep, which sees run folders only, trains them again.
     :raises ConfigError: bad input, found before any trial starts.
     :raises SweepInterrupted: SIGINT or SIGTERM stopped the sweep; run it again to resume.
     """
@@ -122,6 +137,8 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
         if only:
             raise ConfigError("--only selects envs or methods of a sweep file; give the sweep file")
         trials = grid_trials(config_name, [0, 1] if seeds is None else list(seeds), grid, overrides)
+    if skip:
+        trials = leave_out(trials, skip, read_sweep_file(sweep_file, overrides).trials if sweep_file else trials)
     run_root = Path(run_root).resolve()
     if run_root.exists() and not run_root.is_dir():
         raise ConfigError(f"--run-root {run_root} is a file; give a folder for the runs")

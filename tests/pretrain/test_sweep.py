@@ -20,7 +20,7 @@ import yaml
 from pretrain.cli import main
 from pretrain.config import ConfigError, load_config
 from pretrain.run.trainer import train
-from pretrain.sweep import sweep
+from pretrain.sweep import leave_out, sweep
 from pretrain.sweep.summary import summarize, table, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
 from pretrain.sweep.trials import RESUME, PlannedTrial, Trial, grid_trials, parse_grid, plan, setting, trial_name
@@ -448,6 +448,29 @@ def test_max_concurrent_reaches_ray_tune_and_bounds_the_trials_at_once(tmp_path,
     assert lines[0] == f"running 3 trial(s), {at_once} at a time (1 CPU(s) each)"
 
 
+def test_skip_leaves_out_the_trials_it_names_and_refuses_a_name_no_trial_has(tmp_path, capsys, monkeypatch):
+    """--skip: runs finished on another machine (landed, their folders gone) are left out of the plan, a name of a
+    trial that --only left out is no mistake, and a name of no trial of the sweep is one clear error."""
+    from pretrain.sweep import ray_runner
+
+    planned = []
+    monkeypatch.setattr(ray_runner, "_fit", lambda pending, *args, **kwargs: planned.extend(pending) or {})
+    path = write_sweep_file(tmp_path, SWEEP_FILE)
+    root = tmp_path / "sweep"
+    assert main(["sweep", str(path), "--run-root", str(root), "--skip", "point_mass-metra-seed=1",
+                 "--skip", "point_mass-metra-seed=2"]) == 0
+    assert planned == ["point_mass-metra-seed=0"]
+    assert "sweep of 1 trial(s)" in capsys.readouterr().out
+    only = read_sweep_file(ROOT / "benchmarks" / "comparison.yaml", only=["ant", "cic"]).trials
+    every = read_sweep_file(ROOT / "benchmarks" / "comparison.yaml").trials
+    assert [t.name for t in leave_out(only, ["ant-cic-seed=0", "half_cheetah-metra-seed=0"], every)] == [
+        "ant-cic-seed=1"]
+    assert main(["sweep", str(path), "--run-root", str(tmp_path / "other"), "--skip", "point_mass-metra-seed=9"]) == 2
+    err = capsys.readouterr().err
+    assert "--skip point_mass-metra-seed=9: no trial of this sweep has that name" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "other").exists()
+
+
 def test_the_resume_line_of_a_sweep_keeps_its_share_of_the_cluster(tmp_path, capsys, monkeypatch):
     from pretrain import sweep as sweep_package
     from pretrain.sweep.ray_runner import SweepInterrupted
@@ -457,8 +480,8 @@ def test_the_resume_line_of_a_sweep_keeps_its_share_of_the_cluster(tmp_path, cap
         raise SweepInterrupted("SIGTERM")
 
     monkeypatch.setattr(sweep_package, "sweep", stopped)
-    assert main(cli(tmp_path, "--max-concurrent", "1", "--address", "auto")) == 128 + signal.SIGTERM
-    assert "--address auto --max-concurrent 1" in capsys.readouterr().err
+    assert main(cli(tmp_path, "--max-concurrent", "1", "--address", "auto", "--skip", "seed=1")) == 128 + signal.SIGTERM
+    assert "--skip seed=1 --address auto --max-concurrent 1" in capsys.readouterr().err
 
 
 def test_the_sweeps_signal_handlers_survive_ray_starting():
@@ -620,6 +643,24 @@ def test_a_rerun_in_a_group_carried_from_an_earlier_summary_is_measured_and_kept
     assert kept_end["epoch"] == 2 and kept_end["held_out_policy_coverage"] >= 1
     assert [point["epoch"] for point in kept_along] == [1, 2]
     assert kept_along[-1]["held_out_policy_coverage"] == kept_end["held_out_policy_coverage"]
+
+
+def test_the_comparison_names_the_runs_landed_at_their_budget_for_the_sweeps_skip(tmp_path, monkeypatch, capsys):
+    """benchmarks/comparison.py --landed: the trials whose kept record reaches the sweep file's budget (a record of a
+    shorter budget, as before a run was extended, and a trial with none are not), one a line for campaign.sh."""
+    comparison = benchmark_script("comparison", monkeypatch)
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump({
+        "seeds": [0, 1], "envs": {"pm": "point_mass"}, "epochs": {"pm": {"metra": 4, "lsd": 4}},
+        "methods": {"metra": {}, "lsd": {"algo": "lsd"}}}))
+    kept = tmp_path / "results" / "finished_runs"
+    kept.mkdir(parents=True)
+    for name, last in (("pm-metra-seed=0", 4), ("pm-metra-seed=1", 5), ("pm-lsd-seed=0", 3)):
+        (kept / f"{name}.json").write_text(json.dumps({"history": [{"epoch": 0}, {"epoch": last}]}))
+    monkeypatch.setattr(sys, "argv", ["comparison.py", "--sweep-file", str(sweep_file), "--out",
+                                      str(tmp_path / "results"), "--landed"])
+    comparison.main()
+    assert capsys.readouterr().out.split() == ["pm-metra-seed=0", "pm-metra-seed=1"]
 
 
 def test_the_comparison_ranks_methods_at_equal_env_steps_and_by_total_coverage():
