@@ -29,3 +29,7 @@ def test_total_coverage_counts_every_batch_so_far(monkeypatch: pytest.MonkeyPatc
     # one batch: the held-out count alone, as before --episodes existed
     single = script.random_action_coverage("point_mass", 3, seed=1000)
     assert "total_coverage" not in single and single["policy_coverage"] == expected[3 * steps]
+    # two batches (the last one run past the 4 asked for): the count after each
+    double = script.random_action_coverage("point_mass", 4, seed=1000)
+    assert double["total_coverage"] == {3 * steps: expected[3 * steps], 6 * steps: expected[6 * steps]}
+    assert double["n_rollouts"] == 6
