@@ -41,6 +41,11 @@ start() {
   cd "$SRC"
   export PYTHON=$PY RUNS CAMPAIGN_SRC=$SRC
   export PYTHONPATH=$SRC OMP_WAIT_POLICY=PASSIVE MUJOCO_GL=egl TUNE_MAX_PENDING_TRIALS_PG=1 PATH=$BIN:$PATH
+  # One token-authentication mode for the cluster and every sweep that joins it: Ray 2.60 turns token auth on in a
+  # process that finds ~/.ray/auth_token (written by any local ray.init, a test's too), and a cluster started before
+  # the file existed ends that process's actors (the failed trials of 2026-12-01 00:30).
+  "$BIN/ray" get-auth-token --generate > /dev/null 2>&1
+  export RAY_AUTH_MODE=token
   nice -n 19 ray start --head --num-cpus 2 --include-dashboard false > "$RUNS/ray.log" 2>&1
   nohup nice -n 19 bash "$SRC/benchmarks/campaign.sh" core-a > "$RUNS/core_a.log" 2>&1 &
   nohup nice -n 19 bash "$SRC/benchmarks/campaign.sh" core-b > "$RUNS/downstream.log" 2>&1 &

@@ -177,7 +177,7 @@ def _fit(pending: list[RunSpec], run_root: Path, cpus_per_run: int, address: str
     """Start Ray (:func:`pretrain.sweep.ray_runner.start_ray`), run the pending runs, return each run's error."""
     from ray import tune
 
-    from pretrain.sweep.ray_runner import runs_at_once, start_ray
+    from pretrain.sweep.ray_runner import runs_at_once, start_ray, trial_errors
 
     cpus = start_ray(address, cpus_per_run)
     echo(f"running {len(pending)} run(s), {runs_at_once(len(pending), cpus, cpus_per_run, max_concurrent)} at a time")
@@ -202,7 +202,7 @@ def _fit(pending: list[RunSpec], run_root: Path, cpus_per_run: int, address: str
                            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
                            run_config=tune.RunConfig(name="downstream", storage_path=scratch, verbose=0,
                                                      callbacks=[Progress()]))
-        return {result.config["trial"]: result.error for result in tuner.fit()}
+        return trial_errors(tuner.fit(), specs)
     finally:
         for logger, level in zip(quiet, levels):
             logger.setLevel(level)

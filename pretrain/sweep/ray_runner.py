@@ -197,8 +197,49 @@ def start_ray(address: str | None, cpus_per_run: int) -> int:
             raise ConfigError(f"--cpus-per-run {cpus_per_run} is more than the largest node of the cluster at "
                               f"{address} has ({largest:g} CPUs), so no run could start; use --cpus-per-run "
                               f"{int(largest)} or less")
+        _check_cluster_starts_actors(address)
         return int(ray.cluster_resources().get("CPU", cpus_per_run))
     return available_cpus()
+
+
+PROBE_S = 60.0  # the longest the sweep waits for its probe actor on a joined cluster (a worker start on a busy node)
+
+
+def _check_cluster_starts_actors(address: str) -> None:
+    """One clear error, before any trial, when the joined cluster cannot start this process's actors.
+
+    Ray (2.60 here) has token authentication: a cluster started with ``ray start`` before ``~/.ray/auth_token``
+    existed runs without it, while a process that joins with ``--address auto`` and finds the file (written by any
+    later local ``ray.init``, a local sweep for one) turns it on and refuses the cluster's calls; the cluster then
+    takes this process for dead and ends every actor it asks for, so each trial would fail at once without a Python
+    error. A probe actor shows it. A probe that is only slow (a busy node) is not an error.
+    """
+    import ray
+    from ray.exceptions import GetTimeoutError, RayActorError
+
+    probe = ray.remote(num_cpus=0)(_Probe).remote()
+    try:
+        ray.get(probe.ready.remote(), timeout=PROBE_S)
+    except GetTimeoutError:
+        pass
+    except RayActorError as error:
+        ray.shutdown()
+        raise ConfigError(
+            f"the Ray cluster at --address {address} ended this sweep's first actor before it ran "
+            f"({str(error).splitlines()[0]}), so every trial would fail. The usual cause: the cluster and this "
+            "process disagree on Ray's token authentication (a cluster started before ~/.ray/auth_token existed runs "
+            "without it). Start the cluster again (`ray stop`, then `ray start --head`), or set RAY_AUTH_MODE to the "
+            "same value for `ray start` and this command") from None
+    finally:
+        if ray.is_initialized():
+            ray.kill(probe)
+
+
+class _Probe:
+    """An actor that only answers: what :func:`_check_cluster_starts_actors` asks the cluster to start."""
+
+    def ready(self) -> bool:
+        return True
 
 
 def run_trial(tune_config: dict[str, Any], specs: dict[str, dict[str, Any]]) -> None:
@@ -392,7 +433,15 @@ def _fit(pending: dict[str, PlannedTrial], cpus_per_run: int, address: str | Non
     finally:
         for logger, level in zip(quiet, levels):
             logger.setLevel(level)
-    return {result.config["trial"]: result.error for result in results}
+    return trial_errors(results, pending)
+
+
+def trial_errors(results: Any, names: Any) -> dict[str, Any]:
+    """Each trial's error (None when it finished) from Tune's results; a trial of ``names`` without a result, or
+    whose result lost its config (Ray ended it before it started), counts as failed."""
+    errors: dict[str, Any] = {name: RuntimeError("the trial ended before it started") for name in names}
+    errors.update({result.config["trial"]: result.error for result in results if result.config})
+    return errors
 
 
 def _shutdown_ray() -> None:

@@ -3,6 +3,7 @@ interrupts that say how to resume and leave nothing of Ray behind, and the summa
 
 The tests marked ``slow`` start Ray (about a minute each on a busy 2-core machine); the others do not."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -10,8 +11,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -21,6 +24,7 @@ from pretrain.cli import main
 from pretrain.config import ConfigError, load_config
 from pretrain.run.trainer import train
 from pretrain.sweep import leave_out, sweep
+from pretrain.sweep.ray_runner import trial_errors
 from pretrain.sweep.summary import summarize, table, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
 from pretrain.sweep.trials import RESUME, PlannedTrial, Trial, grid_trials, parse_grid, plan, setting, trial_name
@@ -119,6 +123,56 @@ def test_sweeps_that_could_never_run_end_at_once(tmp_path, capsys, case):
     expected = "cannot reach a Ray cluster" if case == "unreachable cluster" else "CPU(s) of this machine"
     assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "sweep").exists()
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"the test's Ray head did not listen on {port}")
+
+
+@pytest.mark.slow
+def test_a_cluster_that_disagrees_on_token_authentication_is_one_clear_error_before_any_trial():
+    """The 00:30 failure of 2026-12-01: a cluster started before ~/.ray/auth_token existed (no token auth) and a
+    sweep that joins it with the token on; the cluster ended every trial's actor at once. A real head, of its own:
+    its own HOME, temp folder and port (the machine's ``ray_current_cluster`` is not touched)."""
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    home = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    port = closed_port()
+    env = {**os.environ, "HOME": str(home)}
+    head = subprocess.Popen([ray_cli, "start", "--head", f"--port={port}", f"--temp-dir={home}/ray", "--num-cpus=1",
+                             "--include-dashboard=false", "--block"], env={**env, "RAY_AUTH_MODE": "disabled"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    join = f"from pretrain.sweep.ray_runner import start_ray; print(start_ray('127.0.0.1:{port}', 1))"
+    try:
+        subprocess.run([ray_cli, "get-auth-token", "--generate"], env=env, capture_output=True, check=True)
+        _wait_for_port(port, head)
+        runs = {mode: subprocess.run([sys.executable, "-c", join], env={**env, "RAY_AUTH_MODE": mode},
+                                     capture_output=True, text=True, timeout=180) for mode in ("token", "disabled")}
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+        shutil.rmtree(home, ignore_errors=True)
+    assert runs["token"].returncode != 0 and "token authentication" in runs["token"].stderr, runs["token"].stderr
+    assert "ended this sweep's first actor" in runs["token"].stderr
+    assert runs["disabled"].returncode == 0 and runs["disabled"].stdout.strip() == "1", runs["disabled"].stderr
+
+
+def test_a_trial_ray_ended_before_it_started_counts_as_failed_not_finished():
+    """Tune's result of a trial whose actor never ran has no config (the downstream sweep's TypeError of 00:30)."""
+    results = [SimpleNamespace(config={"trial": "a"}, error=None), SimpleNamespace(config=None, error=None),
+               SimpleNamespace(config={"trial": "c"}, error=RuntimeError("boom"))]
+    errors = trial_errors(results, ["a", "b", "c", "d"])
+    assert errors["a"] is None and isinstance(errors["c"], RuntimeError)
+    assert errors["b"] is not None and errors["d"] is not None  # no result of their own: failed
 
 
 def write_sweep_file(tmp_path: Path, text: str) -> Path:
