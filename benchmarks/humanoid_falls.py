@@ -25,11 +25,15 @@ import numpy as np  # noqa: E402
 
 from metra_gym.skill_policy import SkillPolicy  # noqa: E402
 from pretrain.algorithms.common.skills import evaluation_skills  # noqa: E402
-from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, episode_steps, rollout_observations  # noqa: E402
+from pretrain.evaluation.evaluate_checkpoint import (  # noqa: E402
+    HELD_OUT_ROLLOUTS,
+    HELD_OUT_SEED,
+    episode_steps,
+    rollout_observations,
+)
 from pretrain.project_paths import checkpoint_reference  # noqa: E402
 from pretrain.run.coverage import coverage  # noqa: E402
 
-N_ROLLOUTS = 48
 # The state observation is the torso x-y, then dm_control's flat proprioception in its order: joint angles (21),
 # head height (1), extremities, torso vertical, centre-of-mass velocity, velocities.
 HEAD_HEIGHT_INDEX = 2 + 21
@@ -60,14 +64,14 @@ def measure(checkpoints: list[str]) -> dict:
         if policy.env_id != "metra/Humanoid-v0" or policy.pixels is not None:
             raise ValueError(f"{checkpoint} was trained on {policy.env_id} (pixels: {policy.pixels is not None}); "
                              "this measures state Humanoid checkpoints (config humanoid_state)")
-        skills = evaluation_skills(N_ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED,
+        skills = evaluation_skills(HELD_OUT_ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED,
                                    prior=policy.skill_prior)
         results[checkpoint_reference(checkpoint)] = rollouts_of(policy, policy.act, skills, episode_steps(policy))
     policy = policies[0]
     rng = np.random.default_rng(HELD_OUT_SEED)
     low, high = policy.action_low, policy.action_high
     results["random actions"] = rollouts_of(
-        policy, lambda obs, z: rng.uniform(low, high, (len(obs), *low.shape)), np.zeros((N_ROLLOUTS, 1)),
+        policy, lambda obs, z: rng.uniform(low, high, (len(obs), *low.shape)), np.zeros((HELD_OUT_ROLLOUTS, 1)),
         episode_steps(policy))
     return results
 
@@ -94,7 +98,7 @@ def main() -> None:
     results = measure(args.checkpoints)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(
-        {"what": __doc__.split("\n\n")[0], "rollouts": N_ROLLOUTS, "reset_seeds": f"{HELD_OUT_SEED} + i",
+        {"what": __doc__.split("\n\n")[0], "rollouts": HELD_OUT_ROLLOUTS, "reset_seeds": f"{HELD_OUT_SEED} + i",
          "results": results}, indent=1))
     plot(results, args.out / "head_height.png")
     for name, result in results.items():

@@ -34,11 +34,11 @@ from render_time import _cpu, time_renders
 import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.envs import kitchen
 from metra_gym.registration import KITCHEN_EPISODE_STEPS, TASK_SUCCESS_KEY
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_ROLLOUTS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kitchen" / "summary.json"
 CONTROL = "mocap"  # the default of metra/Kitchen-v0 (LEXA's); the baselines are measured under it
 BASELINE_SEED = 90_000  # random actions, the untrained network and resets: seeds used by no test or run
-EPISODES = 48
 
 
 def _renderers() -> dict:
@@ -78,7 +78,7 @@ def time_steps(steps: int, pixel_steps: int) -> dict[str, float]:
     }
 
 
-def random_action_tasks(episodes: int = EPISODES) -> dict:
+def random_action_tasks(episodes: int = HELD_OUT_ROLLOUTS) -> dict:
     """Tasks achieved by uniform random end-effector actions: any episode, and per episode."""
     env = gym.make("metra/Kitchen-v0", obs_type="state", control=CONTROL)
     achieved = dict.fromkeys(kitchen.TASKS, False)
@@ -99,7 +99,7 @@ def random_action_tasks(episodes: int = EPISODES) -> dict:
             "seeds": f"{BASELINE_SEED}-{BASELINE_SEED + episodes - 1}"}
 
 
-def untrained_skill_tasks(episodes: int = EPISODES) -> dict:
+def untrained_skill_tasks(episodes: int = HELD_OUT_ROLLOUTS) -> dict:
     """Tasks achieved by the deterministic skills of an untrained ``kitchen_state`` network (the evaluation's)."""
     from pretrain.config import load_config
     from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
@@ -137,7 +137,7 @@ def main() -> None:
               f"p90 {row['p90_ms']:.1f}, {row['frames']} frames)")
     for name, rate in steps.items():
         print(f"steps/s {name:26s} {rate:7.1f}")
-    print(f"tasks achieved by {EPISODES} x 50 steps: random actions {random_actions['tasks_achieved']} "
+    print(f"tasks achieved by {HELD_OUT_ROLLOUTS} x 50 steps: random actions {random_actions['tasks_achieved']} "
           f"({random_actions['mean_tasks_per_episode']:.2f} per episode), untrained skills "
           f"{untrained['tasks_achieved']}")
     append_measurement(RESULTS, "Kitchen (gymnasium-robotics FrankaKitchen-v1): ms per 64x64 frame, env steps/s, "

@@ -39,11 +39,15 @@ from metra_gym.envs.kitchen import TASKS, MetraKitchenEnv
 from metra_gym.registration import KITCHEN_EPISODE_STEPS
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, episode_steps, rollout_observations
+from pretrain.evaluation.evaluate_checkpoint import (
+    HELD_OUT_ROLLOUTS,
+    HELD_OUT_SEED,
+    episode_steps,
+    rollout_observations,
+)
 from pretrain.project_paths import checkpoint_reference
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kitchen" / "reach.json"
-ROLLOUTS = 48
 ACTION_DIM = 7
 # MetraKitchenEnv.state(): end-effector x-y-z, robot qpos (9), robot qvel (9), object qpos (21), ...
 OBJECT_QPOS = slice(3 + 9 + 9, 3 + 9 + 9 + 21)
@@ -173,14 +177,14 @@ def skills_motion(checkpoints: list[str]) -> dict[str, dict[str, float]]:
         if policy.env_id != "metra/Kitchen-v0" or policy.pixels is not None:
             raise ValueError(f"{checkpoint} was trained on {policy.env_id} (pixels: {policy.pixels is not None}); "
                              "--checkpoints takes state Kitchen checkpoints (config kitchen_state)")
-        skills = evaluation_skills(ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED,
+        skills = evaluation_skills(HELD_OUT_ROLLOUTS, policy.skill_dim, policy.discrete, seed=HELD_OUT_SEED,
                                    prior=policy.skill_prior)
         results[checkpoint_reference(checkpoint)] = motion(policy, policy.act, skills)
     if checkpoints:
         rng = np.random.default_rng(HELD_OUT_SEED)
         low, high = policy.action_low, policy.action_high
         results["random actions"] = motion(policy, lambda obs, z: rng.uniform(low, high, (len(obs), *low.shape)),
-                                           np.zeros((ROLLOUTS, 1)))
+                                           np.zeros((HELD_OUT_ROLLOUTS, 1)))
     return results
 
 

@@ -166,7 +166,7 @@ def evaluate_snapshot(snapshot: Path, seed: int) -> dict:
     from pretrain.evaluation.evaluate_checkpoint import evaluate_checkpoint
 
     with tempfile.TemporaryDirectory() as tmp:
-        result = evaluate_checkpoint(str(snapshot), tmp, n_skills=48, seed=seed)
+        result = evaluate_checkpoint(str(snapshot), tmp, seed=seed)  # HELD_OUT_ROLLOUTS skills
     return {"epoch": int(snapshot.name.split("_")[1]), "env_steps": result["provenance"]["env_steps"],
             "held_out_policy_coverage": result["policy_coverage"], "seed": seed}
 

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from pretrain.config import load_config
-from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_ROLLOUTS, HELD_OUT_SEED
 from pretrain.run.coverage import SkillRollouts, bins_of
 from pretrain.run.envs import env_factory
 
-BATCH = 48  # episodes run at once: the held-out evaluation's count
+BATCH = HELD_OUT_ROLLOUTS  # episodes run at once: the held-out evaluation's count
 
 
 def random_action_coverage(config_name: str, n_rollouts: int = BATCH, seed: int = HELD_OUT_SEED) -> dict:

@@ -39,7 +39,7 @@ import torch
 from metra_gym.atomic_files import write_text_atomic
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_SEED, check_out_dir, episode_steps
+from pretrain.evaluation.evaluate_checkpoint import HELD_OUT_ROLLOUTS, HELD_OUT_SEED, check_out_dir, episode_steps
 from pretrain.project_paths import checkpoint_reference
 from pretrain.run.coverage import SkillRollouts, coverage
 
@@ -79,7 +79,7 @@ def radial_line_coverage(directions_deg: list[float], lengths: list[float], step
     return {f"{length:g}": coverage(straight_paths(np.zeros_like(unit), unit * length, steps)) for length in lengths}
 
 
-def skill_motions(checkpoint: str, n_skills: int = 48, seed: int = HELD_OUT_SEED,
+def skill_motions(checkpoint: str, n_skills: int = HELD_OUT_ROLLOUTS, seed: int = HELD_OUT_SEED,
                   lengths: tuple[float, ...] = (32.0, 40.0, 46.0, 52.0)) -> dict[str, Any]:
     """Net displacement (m) and net turns of the unlimited hinges for each of ``n_skills`` held-out skills, rolled
     out exactly as ``metra-pretrain evaluate`` rolls them out (one batch, so its coverage is the held-out one)."""

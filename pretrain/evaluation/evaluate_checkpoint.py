@@ -19,12 +19,15 @@ import metra_gym  # noqa: F401  (registers the metra/ ids)
 from metra_gym.registration import EPISODE_STEPS
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
+from pretrain.config import PretrainConfig
 from pretrain.project_paths import checkpoint_reference
 from pretrain.run.coverage import ActFn, SkillRollouts, coverage, plot_trajectories, skill_colors
 
 # The held-out evaluation: skills drawn and environments reset (seed + i) from this seed, which no training run, test
 # or checkpoint selection uses; every held-out number in benchmarks/ and the README is measured with it.
 HELD_OUT_SEED = 1000
+# and this many rollouts: as many as a training run's evaluation (the config's eval_skills), so the two compare
+HELD_OUT_ROLLOUTS: int = PretrainConfig.eval_skills
 
 
 def rollout_observations(policy: SkillPolicy, skills: np.ndarray, steps: int, seed: int = 0,
@@ -63,7 +66,7 @@ def check_out_dir(out_dir: str | Path, option: str = "--out") -> Path:
     return out_dir
 
 
-def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = 48, steps: int | None = None,
+def evaluate_checkpoint(checkpoint: str, out_dir: str | Path, n_skills: int = HELD_OUT_ROLLOUTS, steps: int | None = None,
                         seed: int = 0, revision: str | None = None) -> dict[str, Any]:
     """Policy coverage of ``n_skills`` deterministic skills (drawn with ``seed`` from the checkpoint's prior; resets
     seeded ``seed + i``) over

@@ -27,11 +27,14 @@ from metra_gym.registration import EPISODE_STEPS, TASK_SUCCESS_KEY, ZERO_SHOT_GO
 from metra_gym.skill_checkpoint.format import CheckpointError
 from metra_gym.skill_policy import SkillPolicy
 from pretrain.algorithms.common.skills import evaluation_skills
-from pretrain.evaluation.evaluate_checkpoint import check_out_dir, episode_steps, rollout_observations
+from pretrain.evaluation.evaluate_checkpoint import (
+    HELD_OUT_ROLLOUTS,
+    check_out_dir,
+    episode_steps,
+    rollout_observations,
+)
 from pretrain.project_paths import checkpoint_reference
 from pretrain.run.coverage import SkillRollouts
-
-REACH_SKILLS = 48  # as many as metra-pretrain evaluate rolls out
 
 
 def sample_goals(env_id: str, n_goals: int, n_coordinates: int, seed: int) -> np.ndarray:
@@ -91,7 +94,7 @@ def distance_summary(distances: np.ndarray) -> dict[str, Any]:
             "median": float(np.median(distances))}
 
 
-def skills_reach(policy: SkillPolicy, seed: int, n_skills: int = REACH_SKILLS) -> np.ndarray:
+def skills_reach(policy: SkillPolicy, seed: int, n_skills: int = HELD_OUT_ROLLOUTS) -> np.ndarray:
     """The box ``(2, n_coordinates)`` (low, high) spanned by the final positions of the held-out evaluation's skills:
     ``n_skills`` deterministic skills drawn with ``seed`` from the policy's prior, resets seeded ``seed + i``, one
     episode of the length they were trained with (as ``metra-pretrain evaluate --seed SEED`` rolls them out)."""
@@ -215,7 +218,7 @@ def goal_eval(checkpoint: str, out_dir: str | Path, n_goals: int = 50, seed: int
                   "goals": trained["goals"].round(3).tolist(),
                   "trained": {k: trained[k] for k in keys},
                   "skills_reach": {"low": box[0].round(3).tolist(), "high": box[1].round(3).tolist(),
-                                   "skills": REACH_SKILLS, "steps": episode_steps(policy)},
+                                   "skills": HELD_OUT_ROLLOUTS, "steps": episode_steps(policy)},
                   "within_reach": {"n_goals": int(inside.sum()),
                                    "trained": distance_summary(np.asarray(trained["distances"])[inside])}}
     if baseline:
