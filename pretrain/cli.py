@@ -238,6 +238,8 @@ def _sweep(args: argparse.Namespace) -> int:
         print(f"metra-pretrain: sweep interrupted before any trial started; to run it: {_sweep_command(args)}",
               file=sys.stderr)
         return 130
+    if result.summary_dir is None:  # --skip left out every trial
+        return 0
     for outcome in result.outcomes:
         line = f"{outcome.name}: {outcome.outcome}, epoch {outcome.epoch}, policy coverage {outcome.policy_coverage}"
         print(line + (f"; {outcome.error}" if outcome.error else ""))

@@ -44,10 +44,11 @@ SUMMARY_DIR = "summary"
 
 @dataclass
 class SweepResult:
-    """What a sweep did: each trial's outcome, and the folder of its summary over seeds."""
+    """What a sweep did: each trial's outcome, and the folder of its summary over seeds (None when ``skip`` left
+    out every trial: nothing ran, and the summary of earlier sweeps there is left as it is)."""
 
     outcomes: list[TrialOutcome]
-    summary_dir: Path
+    summary_dir: Path | None
 
     @property
     def failed(self) -> list[TrialOutcome]:
@@ -139,6 +140,9 @@ def sweep(config_name: str = "ant", run_root: str | Path = "runs/sweep", seeds: 
         trials = grid_trials(config_name, [0, 1] if seeds is None else list(seeds), grid, overrides)
     if skip:
         trials = leave_out(trials, skip, read_sweep_file(sweep_file, overrides).trials if sweep_file else trials)
+        if not trials:  # all landed elsewhere: a summary of no trials would overwrite the one there with nothing
+            echo(f"sweep: --skip leaves out every trial of this sweep; nothing to run in {run_root}")
+            return SweepResult([], None)
     run_root = Path(run_root).resolve()
     if run_root.exists() and not run_root.is_dir():
         raise ConfigError(f"--run-root {run_root} is a file; give a folder for the runs")

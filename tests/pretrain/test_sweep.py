@@ -525,6 +525,22 @@ def test_skip_leaves_out_the_trials_it_names_and_refuses_a_name_no_trial_has(tmp
     assert not (tmp_path / "other").exists()
 
 
+def test_a_sweep_whose_every_trial_is_skipped_runs_nothing_and_keeps_the_summary_there(tmp_path, capsys, monkeypatch):
+    """On a new machine where every trial of a sweep has landed: no Ray, no crash on an empty figure (2026-12-01),
+    and the summary of the earlier sweeps in the run root is not overwritten with nothing."""
+    from pretrain.sweep import ray_runner
+
+    monkeypatch.setattr(ray_runner, "_fit", lambda *args, **kwargs: pytest.fail("nothing was to run"))
+    path = write_sweep_file(tmp_path, SWEEP_FILE)
+    root = tmp_path / "sweep"
+    (root / "summary").mkdir(parents=True)
+    (root / "summary" / "summary.json").write_text('{"groups": ["earlier"]}')
+    skip = [arg for seed in range(3) for arg in ("--skip", f"point_mass-metra-seed={seed}")]
+    assert main(["sweep", str(path), "--run-root", str(root), *skip]) == 0
+    assert "--skip leaves out every trial of this sweep; nothing to run" in capsys.readouterr().out
+    assert (root / "summary" / "summary.json").read_text() == '{"groups": ["earlier"]}'
+
+
 def test_the_resume_line_of_a_sweep_keeps_its_share_of_the_cluster(tmp_path, capsys, monkeypatch):
     from pretrain import sweep as sweep_package
     from pretrain.sweep.ray_runner import SweepInterrupted
