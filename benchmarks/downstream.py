@@ -223,7 +223,7 @@ def _estimate(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from pretrain.downstream.protocol import DEFAULT_PROTOCOL, PROTOCOLS, TASKS
     from pretrain.downstream.runs import AGENTS
-    from pretrain.sweep.ray_runner import MAX_CONCURRENT_HELP
+    from pretrain.sweep.ray_runner import ADDRESS_HELP, MAX_CONCURRENT_HELP
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep.add_argument("sweep_file", type=Path)
     sweep.add_argument("--run-root", type=Path, required=True, help="its run files go to RUN_ROOT/runs/")
     sweep.add_argument("--cpus-per-run", type=int, default=1)
-    sweep.add_argument("--address", help="a Ray cluster to join (default: Ray on this machine)")
+    sweep.add_argument("--address", help=ADDRESS_HELP)
     sweep.add_argument("--max-concurrent", type=int, help=MAX_CONCURRENT_HELP)
     # extend: a repeated flag adds up, as metra-pretrain sweep's --only does (a plain nargs="+" would keep the last)
     sweep.add_argument("--seeds", type=int, nargs="+", action="extend", help="only these seeds of the file")

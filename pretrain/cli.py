@@ -253,7 +253,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from pretrain.config import builtin_configs
-    from pretrain.sweep.ray_runner import MAX_CONCURRENT_HELP
+    from pretrain.sweep.ray_runner import ADDRESS_HELP, MAX_CONCURRENT_HELP
 
     parser = argparse.ArgumentParser(prog="metra-pretrain", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -308,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                          "repeatable): a run finished elsewhere whose "
                                                                          "results are kept")
     sweep.add_argument("--cpus-per-run", type=int, default=1, help="CPUs per run: its torch threads, less one per overlapped-collector worker")
-    sweep.add_argument("--address", help="a Ray cluster to join ('auto' or HOST:PORT); default: Ray on this machine")
+    sweep.add_argument("--address", help=ADDRESS_HELP)
     sweep.add_argument("--max-concurrent", type=int, help=MAX_CONCURRENT_HELP)
     sweep.set_defaults(func=_sweep)
 

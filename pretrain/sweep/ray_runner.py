@@ -146,6 +146,9 @@ RAY_START_TIMEOUT = "timed out during startup"
 RAY_START_ATTEMPTS = 3
 
 
+ADDRESS_HELP = ("a Ray cluster to join: 'auto' (the last `ray start --head` on this machine) or HOST:PORT; the "
+                "cluster and this command must agree on Ray's token authentication (RAY_AUTH_MODE, "
+                "~/.ray/auth_token) (default: Ray on this machine)")
 MAX_CONCURRENT_HELP = ("the most runs of this sweep at once (default: as many as the CPUs allow); a sweep's share of a "
                        "cluster that other sweeps join too, which Ray otherwise gives to whichever sweep has a run "
                        "pending")
