@@ -23,7 +23,7 @@ import socket
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -439,7 +439,7 @@ def _fit(pending: dict[str, PlannedTrial], cpus_per_run: int, address: str | Non
     return trial_errors(results, pending)
 
 
-def trial_errors(results: Any, names: Any) -> dict[str, Any]:
+def trial_errors(results: Iterable[Any], names: Iterable[str]) -> dict[str, Any]:
     """Each trial's error (None when it finished) from Tune's results; a trial of ``names`` without a result, or
     whose result lost its config (Ray ended it before it started), counts as failed."""
     errors: dict[str, Any] = {name: RuntimeError("the trial ended before it started") for name in names}
