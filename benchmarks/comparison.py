@@ -438,7 +438,8 @@ def main() -> None:
     notes += held_out_table(summary, args.held_out_every)
     figures = ["figure.png", *(["total_coverage.png"] if any(g.get("total_curve") for g in summary["groups"]) else [])]
     if any(group.get("held_out_curve") for group in summary["groups"]):
-        plot(summary, out / "held_out.png", "held_out_curve", "held-out policy coverage (bins)")
+        # the runs' ends as dots: the last snapshot, past the last multiple of --held-out-every (METRA's 1,950 epochs)
+        plot(summary, out / "held_out.png", "held_out_curve", "held-out policy coverage (bins)", held_out_ends=True)
         figures.append("held_out.png")
     table = (out / "table.md").read_text() + "\n".join(notes) + "\n"
     write_text_atomic(out / "table.md", table)

@@ -155,13 +155,17 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(summary: dict[str, Any], path: Path, curve_key: str = "curve", ylabel: str = CURVES["curve"][1]) -> None:
+def plot(summary: dict[str, Any], path: Path, curve_key: str = "curve", ylabel: str = CURVES["curve"][1],
+         held_out_ends: bool | None = None) -> None:
     """Coverage against env steps and against hours, one row per env, a mean line and a min-max band per method
     (a dot with the standard deviation: held out at the end, where measured).
 
     :param curve_key: which curve of each group (a key of :data:`CURVES`, or one a caller added to the groups with
         the same fields: ``epoch``, ``env_steps``, ``hours``, ``mean``, ``min``, ``max``).
     :param ylabel: what that curve measures.
+    :param held_out_ends: draw each group's held-out policy coverage at its runs' ends (``held_out``, added by
+        ``benchmarks/comparison.py``) as that dot; None: on the policy coverage curves only (``"curve"``), not on a
+        total coverage curve, which measures something else.
     """
     import matplotlib
 
@@ -184,7 +188,8 @@ def plot(summary: dict[str, Any], path: Path, curve_key: str = "curve", ylabel: 
                      if curve_key == "curve" else
                      f"{group['method']} ({max(point.get('n', 0) for point in curve)} of {len(group['seeds'])} seeds)")
             final = group["final"]
-            held = group.get("held_out") if curve_key == "curve" else None  # added by benchmarks/comparison.py
+            ends = curve_key == "curve" if held_out_ends is None else held_out_ends
+            held = group.get("held_out") if ends else None
             for ax, x, key, scale in ((by_steps, [p["env_steps"] / 1e6 for p in curve], "env_steps", 1e6),
                                       (by_hours, [p["hours"] for p in curve], "hours", 1.0)):
                 ax.plot(x, mean, color=colors[group["method"]], lw=1.8, label=label)

@@ -25,7 +25,7 @@ from pretrain.config import ConfigError, load_config
 from pretrain.run.trainer import train
 from pretrain.sweep import leave_out, sweep
 from pretrain.sweep.ray_runner import trial_errors
-from pretrain.sweep.summary import summarize, table, write_summary
+from pretrain.sweep.summary import plot, summarize, table, write_summary
 from pretrain.sweep.sweep_file import read_sweep_file
 from pretrain.sweep.trials import RESUME, PlannedTrial, Trial, grid_trials, parse_grid, plan, setting, trial_name
 from pretrain.sweep.watchdog import Watchdog, alive, descendants, process_tree
@@ -363,6 +363,30 @@ def test_summary_gives_mean_and_spread_over_seeds_at_the_end_all_seeds_reached(t
     assert (out / "figure.png").stat().st_size > 1000 and json.loads((out / "summary.json").read_text())["groups"]
     assert (out / "total_coverage.png").stat().st_size > 1000
 
+
+
+def test_the_figures_draw_the_held_out_end_on_policy_coverage_curves_only(tmp_path, monkeypatch):
+    """A group's held-out coverage at its runs' ends (benchmarks/comparison.py's ``held_out``) is a dot at those ends
+    on the training and the held-out policy coverage figures, never on the total coverage figure."""
+    import matplotlib.axes
+
+    dots = []
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", lambda ax, x, y, **kwargs: dots.append((x, y, kwargs["yerr"])))
+    curve = [{"epoch": e, "env_steps": 1600 * e, "hours": e / 2000, "mean": m, "min": m - 9, "max": m + 9, "n": 2}
+             for e, m in ((250, 40), (1000, 300))]
+    group = {"env": "ant", "method": "metra", "seeds": [0, 1], "finished_seeds": 2, "curve": curve,
+             "held_out_curve": curve, "total_curve": curve, "final": {"env_steps": 1.6e6, "hours": 0.5},
+             "held_out": {"mean": 1123.0, "std": 59.4, "env_steps": 3.12e6, "hours": 1.0}}
+    summary = {"groups": [group], "hours": "idle estimate"}
+    ends = [(3.12, 1123.0, 59.4), (1.0, 1123.0, 59.4)]  # per env step (millions) and per hour
+    plot(summary, tmp_path / "held_out.png", "held_out_curve", "held out", held_out_ends=True)
+    assert dots == ends
+    dots.clear()
+    plot(summary, tmp_path / "figure.png")
+    assert dots == ends
+    dots.clear()
+    plot(summary, tmp_path / "total.png", "total_curve", "total coverage")
+    assert dots == [] and (tmp_path / "total.png").stat().st_size > 1000
 
 
 def test_summary_reads_the_kept_rows_of_a_run_whose_folder_is_behind_and_else_the_folder(tmp_path):
