@@ -371,7 +371,7 @@ def test_the_figures_draw_the_held_out_end_on_policy_coverage_curves_only(tmp_pa
     import matplotlib.axes
 
     dots = []
-    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", lambda ax, x, y, **kwargs: dots.append((x, y, kwargs["yerr"])))
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", lambda ax, x, y, **kw: dots.append((x, y, kw["yerr"])))
     curve = [{"epoch": e, "env_steps": 1600 * e, "hours": e / 2000, "mean": m, "min": m - 9, "max": m + 9, "n": 2}
              for e, m in ((250, 40), (1000, 300))]
     group = {"env": "ant", "method": "metra", "seeds": [0, 1], "finished_seeds": 2, "curve": curve,
