@@ -129,7 +129,7 @@ core_b() {
   then_next downstream controller paper quadruped_goal
   then_next humanoid
   # the cut of benchmarks/downstream.yaml's header: flat SAC 4 seeds (a verdict issue 41 asks for, none landed yet),
-  # then v0.3 on Ant and Quadruped 2 seeds (a variant kept only where it does better: on Ant its view did worse at
+  # then v0.3 on Ant and Quadruped 2 seeds (a variant kept only where it does better: on Ant its view did no better at
   # 0.6 M steps on 2026-12-01, benchmarks/README.md "Downstream controllers")
   then_next downstream flat paper --seeds 0 1 2 3
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
