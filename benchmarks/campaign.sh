@@ -110,12 +110,16 @@ core_a() {
   # What had not landed on 2026-11-30 21:49 (a new machine had lost every run folder): issue 42 (3)'s Disagreement
   # and APS first (2 x 1.0 idle h), then Ant's CIC to METRA's steps (1.69 idle h a run), Ant's DADS at lr 1e-4 to
   # 1.6 M steps (2.83), then HalfCheetah's CIC and DADS on to equal env steps (0.83; 2.08-2.60). About 15 idle h.
+  # Since 2026-12-01 Ant's DADS at lr 1e-4 seed 0 is followed by DADS at lr 4e-4 seed 0 to 1.6 M (2.83; lr 1e-4's
+  # seed 0 stood still, comparison.yaml), and lr 1e-4's seed 1 comes last.
   # A run that lands meanwhile is skipped on the next machine (sweep_in).
   then_next sweep "$(seeds benchmarks/exploration.yaml 0)" --only disagreement --only aps  # seed 1 runs on core B
   then_next sweep benchmarks/comparison.yaml --only ant --only cic
-  then_next sweep benchmarks/comparison.yaml --only ant --only dads_lr0.0001
+  then_next sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only dads_lr0.0001
+  then_next sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only dads  # seed 1 stays at its 350 epochs
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
   then_next sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
+  then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only dads_lr0.0001
 }
 
 core_b() {

@@ -727,7 +727,12 @@ def test_a_rerun_in_a_group_carried_from_an_earlier_summary_is_measured_and_kept
     shutil.rmtree(out / "finished_runs")
     shutil.rmtree(out / "held_out_snapshots")
     train(trials["pm-metra-seed=0"].config(1), runs / "pm-metra-seed=0", verbose=0)
-    comparison.main()
+    summary = json.loads((out / "summary.json").read_text())  # as if measured with zero-shot goals before
+    summary["groups"][0]["goal_distance"] = {"values": [1.0, 2.0], "mean": 1.5}
+    (out / "summary.json").write_text(json.dumps(summary))
+    earlier = summary["groups"][0]
+    comparison.main()  # --goals 0: no zero-shot rows, though the carried group holds distances
+    assert "Zero-shot goal reaching" not in (out / "table.md").read_text()
     group = json.loads((out / "summary.json").read_text())["groups"][0]
     assert group["held_out"] == earlier["held_out"] and "carried" in group  # the ends stay the earlier summary's
     assert "re-run since (pm-metra-seed=0)" in group["carried"]
