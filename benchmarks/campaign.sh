@@ -98,10 +98,9 @@ ablation() {  # the paper protocol with one of v0.3's differences on HalfCheetah
     --cpus-per-run 1 --max-concurrent 1 --address auto
 }
 
-humanoid() {  # HumanoidGoal's seeds 5-7 (issue 41's 8 seeds): controller and references, flat SAC stays at 5 seeds
+humanoid() {  # the runs of humanoid_goal.yaml of the seeds given (then --only and its names)
   "$PY" benchmarks/downstream.py sweep benchmarks/humanoid_goal.yaml --run-root "$RUNS/humanoid_goal" \
-    --cpus-per-run 1 --max-concurrent 1 --address auto --seeds 5 6 7 \
-    --only controller random untrained zero_shot zero_shot_every_step lookahead
+    --cpus-per-run 1 --max-concurrent 1 --address auto --seeds "$@"
 }
 
 core_a() {
@@ -127,15 +126,21 @@ core_b() {
   set +e
   # issue 42 (3)'s exploration methods' seed 1 (seed 0 runs on core A; ICM, LBS, RND and APT have landed), then
   # issue 41's controllers: the downstream sweep skips the landed runs (start copies them into its run roots), so
-  # only Quadruped's seeds 4-7, HumanoidGoal's seeds 5-7 (its own sweep file of issue 43), flat SAC (4 seeds) and
-  # v0.3 on Ant and Quadruped (2 seeds) train. About 19 idle h.
+  # only Quadruped's seeds 4-7, HumanoidGoal's seeds 5-7 and its v0.3 controller (its own sweep file of issue 43),
+  # flat SAC (4 seeds) and v0.3 on Ant and Quadruped (2 seeds) train. About 19 idle h on 2026-11-30, 17.3 on
+  # 2026-12-01 08:15.
   then_next sweep_b "$(seeds benchmarks/exploration.yaml 1)" --only disagreement --only aps
   then_next downstream controller paper quadruped_goal
-  then_next humanoid
+  # HumanoidGoal's seeds 5-7 (issue 41's 8 seeds): the paper's controller (their references have landed; flat SAC
+  # stays at 5 seeds)
+  then_next humanoid 5 6 7 --only controller paper
   # the cut of benchmarks/downstream.yaml's header: flat SAC 4 seeds (a verdict issue 41 asks for, none landed yet),
-  # then v0.3 on Ant and Quadruped 2 seeds (a variant kept only where it does better: on Ant its view did no better at
-  # 0.6 M steps on 2026-12-01, benchmarks/README.md "Downstream controllers")
+  # then HumanoidGoal's v0.3 controller seeds 1-4 (seed 0 landed: its skills follow the goal where the paper
+  # controller's do not, humanoid_goal.yaml), then v0.3 on Ant and Quadruped 2 seeds (a variant kept only where it
+  # does better: on Ant its view did no better at 0.6 M steps on 2026-12-01, benchmarks/README.md "Downstream
+  # controllers")
   then_next downstream flat paper --seeds 0 1 2 3
+  then_next humanoid 1 2 3 4 --only controller --only v0.3
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
 }
 
