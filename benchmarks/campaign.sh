@@ -88,20 +88,14 @@ then_next() {  # run a sweep; the queue goes on after failed runs (exit 1), and 
   [ "$rc" -le 1 ] || { echo "the queue stops: exit $rc from $*" >&2; exit "$rc"; }
 }
 
-downstream() {  # the runs of downstream.yaml of the agent, protocols and tasks given (then any other flags)
-  "$PY" benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root "$RUNS/downstream" --cpus-per-run 1 \
-    --max-concurrent 1 --address auto --only "$@"
+downstream_in() {  # a downstream sweep file's runs in the run root $RUNS/$2 (then the sweep's other arguments)
+  local file=$1 root=$2
+  shift 2
+  "$PY" benchmarks/downstream.py sweep "$file" --run-root "$RUNS/$root" --cpus-per-run 1 --max-concurrent 1 \
+    --address auto "$@"
 }
-
-ablation() {  # the paper protocol with one of v0.3's differences on HalfCheetahGoal (downstream_ablation.yaml)
-  "$PY" benchmarks/downstream.py sweep benchmarks/downstream_ablation.yaml --run-root "$RUNS/downstream_ablation" \
-    --cpus-per-run 1 --max-concurrent 1 --address auto
-}
-
-humanoid() {  # the runs of humanoid_goal.yaml of the seeds given (then --only and its names)
-  "$PY" benchmarks/downstream.py sweep benchmarks/humanoid_goal.yaml --run-root "$RUNS/humanoid_goal" \
-    --cpus-per-run 1 --max-concurrent 1 --address auto --seeds "$@"
-}
+downstream() { downstream_in benchmarks/downstream.yaml downstream --only "$@"; }  # agent, protocols, tasks, flags
+humanoid() { downstream_in benchmarks/humanoid_goal.yaml humanoid_goal --seeds "$@"; }  # seeds, then --only names
 
 core_a() {
   cd "$SRC"
