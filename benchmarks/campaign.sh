@@ -15,8 +15,8 @@
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
-# Core A: what is left of issue 42 (Disagreement and APS seed 0, then Ant's and HalfCheetah's CIC and DADS at lr 1e-4
-# on to equal env steps); core B: Disagreement and APS seed 1, then issue 41's controllers still to train. Each
+# Core A: what is left of issue 42 (HalfCheetah's DADS at lr 1e-4 seed 1), then issue 41's controllers (flat SAC seeds
+# 2 and 3, v0.3 seed 1); core B: Ant's DADS at lr 1e-4 seed 1, then flat SAC seeds 0 and 1 and v0.3 seed 0. Each
 # queue's order and why: core_a() and core_b() below.
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone).
@@ -28,10 +28,12 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 BIN=$(dirname "$PY")
 
 start() {
-  mkdir -p "$RUNS" "$RUNS/downstream/runs" "$RUNS/downstream_ablation/runs" "$RUNS/humanoid_goal/runs"
+  mkdir -p "$RUNS" "$RUNS/downstream/runs" "$RUNS/downstream_a/runs" "$RUNS/downstream_ablation/runs" \
+    "$RUNS/humanoid_goal/runs"
   [ -e "$ROOT/runs" ] || ln -s "$RUNS" "$ROOT/runs"
   # the landed downstream runs: the sweep skips a finished run file of the same settings
   cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/downstream/runs/"
+  cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/downstream_a/runs/"
   cp -n "$ROOT"/benchmarks/results/downstream/ablation/runs/*.json "$RUNS/downstream_ablation/runs/" 2>/dev/null || true
   cp -n "$ROOT"/benchmarks/results/downstream/humanoid_goal/runs/*.json "$RUNS/humanoid_goal/runs/"
   "$BIN/ray" stop >/dev/null 2>&1 || true
@@ -55,7 +57,8 @@ start() {
 seeds() {  # a copy of a sweep file with the given seeds (the same run folders and configs: only the seed list differs)
   local out=$SRC/sweeps/$(basename "$1" .yaml)_s${2// /_}.yaml
   mkdir -p "$SRC/sweeps"
-  sed "s/^seeds: \[0, 1\]/seeds: [${2// /, }]/" "$1" > "$out"
+  # written aside and renamed: both queues may write the same file at their start while the other reads it
+  sed "s/^seeds: \[0, 1\]/seeds: [${2// /, }]/" "$1" > "$out.$$" && mv "$out.$$" "$out"
   # a file whose seeds line is not "seeds: [0, 1]" would run every seed: say so rather than run them twice
   grep -q "^seeds: \[${2// /, }\]$" "$out" || { echo "seeds: no 'seeds: [0, 1]' line in $1 to narrow" >&2; exit 2; }
   echo "$out"
@@ -95,47 +98,34 @@ downstream_in() {  # a downstream sweep file's runs in the run root $RUNS/$2 (th
     --address auto "$@"
 }
 downstream() { downstream_in benchmarks/downstream.yaml downstream --only "$@"; }  # agent, protocols, tasks, flags
-humanoid() { downstream_in benchmarks/humanoid_goal.yaml humanoid_goal --seeds "$@"; }  # seeds, then --only names
 
 core_a() {
   cd "$SRC"
   set +e
-  # What had not landed on 2026-11-30 21:49 (a new machine had lost every run folder): issue 42 (3)'s Disagreement
-  # and APS first (2 x 1.0 idle h), then Ant's CIC to METRA's steps (1.69 idle h a run), Ant's DADS at lr 1e-4 to
-  # 1.6 M steps (2.83), then HalfCheetah's CIC and DADS on to equal env steps (0.83; 2.08-2.60). About 15 idle h.
-  # Since 2026-12-01 Ant's DADS at lr 1e-4 seed 0 is followed by DADS at lr 4e-4 seed 0 to 1.6 M (2.83; lr 1e-4's
-  # seed 0 stood still, comparison.yaml), and lr 1e-4's seed 1 comes last.
-  # A run that lands meanwhile is skipped on the next machine (sweep_in).
-  then_next sweep "$(seeds benchmarks/exploration.yaml 0)" --only disagreement --only aps  # seed 1 runs on core B
-  then_next sweep benchmarks/comparison.yaml --only ant --only cic
-  then_next sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only dads_lr0.0001
-  then_next sweep "$(seeds benchmarks/comparison.yaml 0)" --only ant --only dads  # seed 1 stays at its 350 epochs
-  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only cic
-  then_next sweep benchmarks/comparison.yaml --only half_cheetah --only dads_lr0.0001
-  then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only ant --only dads_lr0.0001
+  # Issue 42's runs come first while any is not landed (a landed run is skipped: sweep_in). On 2026-12-02 HalfCheetah's
+  # and Ant's DADS at lr 1e-4 seed 1 (the last two) ran side by side, Ant's on core B, so that both finish within one
+  # session (about 2.2 h each on that machine): behind HalfCheetah's on core A, Ant's would not have.
+  then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only dads_lr0.0001
+  # then issue 41's controllers, shared with core B through a downstream run root of its own (runs/downstream_a; a root
+  # takes one sweep at a time): flat SAC's seeds 2 and 3 (8 runs, about 4.3 idle h), then v0.3 on Ant and Quadruped
+  # seed 1 (2.6)
+  then_next downstream_in benchmarks/downstream.yaml downstream_a --only flat paper --seeds 2 3
+  then_next downstream_in benchmarks/downstream.yaml downstream_a --only controller v0.3 ant_multigoals quadruped_goal \
+    --seeds 1
 }
 
 core_b() {
   cd "$SRC"
   set +e
-  # issue 42 (3)'s exploration methods' seed 1 (seed 0 runs on core A; ICM, LBS, RND and APT have landed), then
-  # issue 41's controllers: the downstream sweep skips the landed runs (start copies them into its run roots), so
-  # only Quadruped's seeds 4-7, HumanoidGoal's seeds 5-7 and its v0.3 controller (its own sweep file of issue 43),
-  # flat SAC (4 seeds) and v0.3 on Ant and Quadruped (2 seeds) train. About 19 idle h on 2026-11-30, 17.3 on
-  # 2026-12-01 08:15.
-  then_next sweep_b "$(seeds benchmarks/exploration.yaml 1)" --only disagreement --only aps
-  then_next downstream controller paper quadruped_goal
-  # HumanoidGoal's seeds 5-7 (issue 41's 8 seeds): the paper's controller (their references have landed; flat SAC
-  # stays at 5 seeds)
-  then_next humanoid 5 6 7 --only controller paper
-  # HumanoidGoal's v0.3 controller seeds 1-4 (seed 0 landed: its skills follow the goal where the paper controller's
-  # do not, humanoid_goal.yaml; the one lead toward issue 41's targets on the task that misses them, so since
-  # 2026-12-01 11:20 before flat SAC), then the cut of benchmarks/downstream.yaml's header: flat SAC 4 seeds (a
-  # verdict, not a target), then v0.3 on Ant and Quadruped 2 seeds (a variant kept only where it does better: on Ant
-  # its view did no better at 0.6 M steps on 2026-12-01, benchmarks/README.md "Downstream controllers")
-  then_next humanoid 1 2 3 4 --only controller --only v0.3
-  then_next downstream flat paper --seeds 0 1 2 3
-  then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0 1
+  # Ant's DADS at lr 1e-4 seed 1 (issue 42's last run, 2.83 idle h), then issue 41's controllers: the downstream
+  # sweeps skip the landed runs (start copies them into the run roots). Flat SAC (a verdict, not a target) before
+  # the v0.3 controller on Ant and Quadruped (a variant kept only where it does better: on Ant its view did no better
+  # at 0.6 M steps on 2026-12-01, benchmarks/README.md "Downstream controllers"): flat SAC's QuadrupedGoal seed 0 and
+  # seed 1's four tasks (about 3.0 idle h), then v0.3 seed 0 (2.6). Every other run of core B's earlier queue has
+  # landed (the exploration methods' seed 1, Quadruped's and HumanoidGoal's seeds, HumanoidGoal's v0.3 controller).
+  then_next sweep_b "$(seeds benchmarks/comparison.yaml 1)" --only ant --only dads_lr0.0001
+  then_next downstream flat paper --seeds 0 1
+  then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0
 }
 
 land_finished() {  # copy the finished run files of run root $1 into the landed folder $2; true if any
@@ -150,8 +140,9 @@ land() {
   cd "$ROOT"
   export MUJOCO_GL=egl OMP_WAIT_POLICY=PASSIVE
   land_finished runs/downstream benchmarks/results/downstream/paper/runs || true
-  nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs benchmarks/results/downstream/paper/runs \
-    --out benchmarks/results/downstream/paper
+  land_finished runs/downstream_a benchmarks/results/downstream/paper/runs || true
+  nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs runs/downstream_a/runs \
+    benchmarks/results/downstream/paper/runs --out benchmarks/results/downstream/paper
   if land_finished runs/downstream_ablation benchmarks/results/downstream/ablation/runs; then
     # beside HalfCheetahGoal's runs of the campaign alone (its protocols and reference controllers)
     local task_runs
