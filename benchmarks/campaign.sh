@@ -32,8 +32,10 @@ start() {
     "$RUNS/humanoid_goal/runs"
   [ -e "$ROOT/runs" ] || ln -s "$RUNS" "$ROOT/runs"
   # the landed downstream runs: the sweep skips a finished run file of the same settings
-  cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/downstream/runs/"
-  cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/downstream_a/runs/"
+  local root
+  for root in downstream downstream_a; do
+    cp -n "$ROOT"/benchmarks/results/downstream/paper/runs/*.json "$RUNS/$root/runs/"
+  done
   cp -n "$ROOT"/benchmarks/results/downstream/ablation/runs/*.json "$RUNS/downstream_ablation/runs/" 2>/dev/null || true
   cp -n "$ROOT"/benchmarks/results/downstream/humanoid_goal/runs/*.json "$RUNS/humanoid_goal/runs/"
   "$BIN/ray" stop >/dev/null 2>&1 || true
