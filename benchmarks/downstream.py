@@ -140,6 +140,7 @@ def _measure(task_name: str, clock, protocols: list[str]) -> dict[str, float]:
     for name in ("random", "zero_shot", "zero_shot_every_step", "lookahead"):
         costs[f"{name}_episode"] = timed(reference_returns, task_name, name, 0, 2, cache=None) / 2
     costs["untrained_episode"] = costs["random_episode"]  # random skills over networks of the same size
+    costs["lookahead_foresight_episode"] = costs["lookahead_episode"]  # the same simulations
     return costs
 
 

@@ -14,8 +14,13 @@ untrained skills give. Together they bound what a learned controller can be expe
   candidate reaches the goal within K steps), go to the most progress (:func:`progress`: the smallest distance to
   the goal after the K steps; on the hurdles the furthest x). Candidates: every skill (discrete skills), 16 unit
   vectors evenly spread on the circle (2-d unit skills), else ``n_candidates`` draws from the prior (seeded).
-  Greedy over one skill step: it does not plan two skills ahead, and it sees the future the task will draw (a new
-  goal after one is reached) only as far as the K simulated steps.
+  Greedy over one skill step: it does not plan two skills ahead. It knows the task's future no better than a learned
+  controller: the simulations of a skill step run on random generators of their own (one seeded draw, the same for
+  every candidate), so a goal the task draws within the K steps (AntMultiGoals' next goal) is an imagined one;
+- ``lookahead_foresight``: the same, simulating on the task's own random generators, so that it sees the goal the
+  task will draw next before it is shown. Not attainable by a controller that sees the current goal (on
+  AntMultiGoals it scores 7.66 of 10 over 8 seeds, where ``lookahead`` scores 5.93: benchmarks/README.md), so it is
+  reported and not one of the references a learned controller is held to (:data:`BEST_OF`).
 
 On the hurdle task the goal is a point one hurdle spacing past the next hurdle.
 """
@@ -101,14 +106,18 @@ class LookAhead:
     """Simulate candidate skills on the env's saved state and run the best (module docstring).
 
     :param n_candidates: continuous skills tried per skill step (discrete: every skill).
+    :param foresight: simulate on the task's own random generators (restored after each candidate), seeing the
+        draws the task will make; else on generators of the skill step's own imagined future.
     """
 
-    def __init__(self, n_candidates: int = N_CANDIDATES) -> None:
+    def __init__(self, n_candidates: int = N_CANDIDATES, foresight: bool = False) -> None:
         self.n_candidates = n_candidates
-        self.rng = np.random.default_rng(0)
+        self.foresight = foresight
+        self.reset(0)
 
     def reset(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(seed)  # the candidates (continuous skills)
+        self.futures = np.random.default_rng([seed, 1])  # the imagined futures: the candidates stay those of foresight
 
     def candidates(self, env: Any) -> list[Any]:
         policy, n = env.policy, self.n_candidates
@@ -123,17 +132,24 @@ class LookAhead:
         space = env.action_space  # the other priors: uniform over the skill action space's box
         return [self.rng.uniform(space.low, space.high).astype(np.float32) for _ in range(n)]
 
-    def score(self, env: Any, action: Any) -> tuple[float, float]:
-        """(task reward over the skill, progress after it) of running ``action`` from the current state."""
+    def score(self, env: Any, action: Any, future: int | None = None) -> tuple[float, float]:
+        """(task reward over the skill, progress after it) of running ``action`` from the current state; ``future``
+        seeds the task's random generators for the simulation (None: the task's own)."""
         state = env.save_state()
+        task_env = env.env.unwrapped
+        if future is not None:  # the snapshot holds the task's generators, so restore_state puts them back
+            for name, value in list(vars(task_env).items()):
+                if isinstance(value, np.random.Generator):
+                    setattr(task_env, name, np.random.default_rng(future))
         _, reward, *_ = env.step(action)
-        value = (float(reward), progress(env.env.unwrapped))
+        value = (float(reward), progress(task_env))
         env.restore_state(state)
         return value
 
     def __call__(self, env: Any, obs: np.ndarray) -> Any:
         candidates = self.candidates(env)
-        scores = [self.score(env, action) for action in candidates]
+        future = None if self.foresight else int(self.futures.integers(2**63))
+        scores = [self.score(env, action, future) for action in candidates]
         return candidates[max(range(len(candidates)), key=lambda i: scores[i])]
 
 
@@ -144,11 +160,13 @@ class Reference:
     :param controller: ``"random"``, ``"zero_shot"`` or ``"lookahead"``.
     :param untrained_skills: over freshly initialised skills (:func:`untrained_checkpoint`).
     :param every_step: choose a skill every low-level step (K = 1) over the same episode length.
+    :param foresight: the look-ahead sees the task's future draws (:class:`LookAhead`).
     """
 
     controller: str
     untrained_skills: bool = False
     every_step: bool = False
+    foresight: bool = False
 
 
 REFERENCES: dict[str, Reference] = {
@@ -157,8 +175,10 @@ REFERENCES: dict[str, Reference] = {
     "zero_shot": Reference("zero_shot"),
     "zero_shot_every_step": Reference("zero_shot", every_step=True),
     "lookahead": Reference("lookahead"),
+    "lookahead_foresight": Reference("lookahead", foresight=True),
 }
-# The references a learned controller is measured against for "within 20 % of the better reference".
+# The references a learned controller is measured against for "within 20 % of the better reference": those that know
+# no more of the task than the controller (not lookahead_foresight).
 ZERO_SHOT = ("zero_shot", "zero_shot_every_step")  # goal_skill every skill step, every low-level step
 BEST_OF = (*ZERO_SHOT, "lookahead")
 
@@ -170,10 +190,10 @@ def reference(name: str) -> Reference:
 
 
 def make_controller(name: str, env: Any) -> Callable[[Any, np.ndarray], Any]:
-    kind = reference(name).controller
-    if kind == "random":
+    spec = reference(name)
+    if spec.controller == "random":
         return RandomSkills(env)
-    return ZeroShot() if kind == "zero_shot" else LookAhead()
+    return ZeroShot() if spec.controller == "zero_shot" else LookAhead(foresight=spec.foresight)
 
 
 def untrained_checkpoint(task_name: str, seed: int, cache: Path) -> str:

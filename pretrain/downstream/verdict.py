@@ -35,7 +35,8 @@ COMPARED = ("random", "untrained", "flat", "untrained_controller")
 REFERENCE_STYLE = {"random": ("tab:green", "random skills"), "untrained": ("tab:brown", "untrained skills"),
                    "zero_shot": ("tab:purple", "zero-shot goal_skill, every skill step"),
                    "zero_shot_every_step": ("tab:pink", "zero-shot goal_skill, every low-level step"),
-                   "lookahead": ("tab:red", "look-ahead over 16 skills")}
+                   "lookahead": ("tab:red", "look-ahead over 16 skills"),
+                   "lookahead_foresight": ("tab:orange", "look-ahead seeing the task's next draws")}
 
 
 def interval(values: list[float]) -> dict[str, Any]:

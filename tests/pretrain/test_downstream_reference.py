@@ -1,5 +1,7 @@
 """The reference controllers of the downstream tasks, and the state save / restore the look-ahead plans with."""
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -30,6 +32,32 @@ def test_the_lookahead_reaches_goals_a_skill_can_reach_and_beats_random_skills()
     env.close()
     assert lookahead == [10.0] * len(seeds)
     assert np.mean(random) <= 5.0
+
+
+@pytest.mark.parametrize("foresight", [False, True])
+def test_the_lookahead_sees_the_tasks_next_draw_only_with_foresight(foresight):
+    """AntMultiGoals draws its next goal from the task's random generator. The look-ahead's simulations meet that
+    draw only with foresight; without, every candidate of a skill step meets the same imagined one. Either way the
+    task's generator is left as it was."""
+    env = gym.make("metra/AntMultiGoalsSkills-v0")
+    obs, _ = env.reset(seed=0)
+    skill_env = env.unwrapped
+    task_env = skill_env.env.unwrapped
+    real_next = copy.deepcopy(task_env.np_random).random()
+    seen, step = [], skill_env.step
+
+    def recording(action):  # the draw the task would make next, as each simulation starts
+        seen.append(copy.deepcopy(task_env.np_random).random())
+        return step(action)
+
+    skill_env.step = recording
+    lookahead = LookAhead(n_candidates=4, foresight=foresight)
+    lookahead.reset(0)
+    lookahead(skill_env, obs)
+    env.close()
+    assert len(seen) == 4 and len(set(seen)) == 1
+    assert (seen[0] == real_next) == foresight
+    assert copy.deepcopy(task_env.np_random).random() == real_next
 
 
 @pytest.mark.parametrize("skill_id", ["metra/AntMultiGoalsSkills-v0", "metra/HalfCheetahHurdleSkills-v0",
