@@ -147,13 +147,13 @@ def _measure(task_name: str, clock, protocols: list[str]) -> dict[str, float]:
 def _run_seconds(spec, costs: dict[str, float]) -> float:
     """The CPU seconds of a run from the measured parts (see ``estimate``)."""
     from metra_gym.registration import EPISODE_STEPS as episode_steps  # low-level (DMC: policy) steps, K x 8
-    from metra_gym.registration import SKILLS_PER_EPISODE
     from pretrain.downstream.protocol import (
         PPO_EPISODES_PER_EPOCH,
         PPO_GRADIENT_STEPS_PER_EPOCH,
         PPO_MINIBATCH,
         SACSettings,
         checkpoint_config,
+        episode_shape,
         protocol,
     )
 
@@ -167,18 +167,18 @@ def _run_seconds(spec, costs: dict[str, float]) -> float:
         if protocol(spec.protocol).flat == "every_step":
             updates = max(0, spec.steps - 10_000)
         return (spec.steps + evaluations * episode_steps) * costs["flat_env_step"] + updates * costs["flat_update"]
-    k = episode_steps // SKILLS_PER_EPISODE
+    k, skills_per_episode = episode_shape(spec.task, spec.protocol)
     transitions = spec.steps / k
     collect = (spec.steps + evaluations * episode_steps) * costs["skill_env_step"]
     ppo, sac = f"ppo_{spec.protocol}_minibatch_step", f"sac_{spec.protocol}_update"
     if ppo in costs:
         epochs = spec.steps / (PPO_EPISODES_PER_EPOCH * episode_steps)
-        ten_passes = 10 * PPO_EPISODES_PER_EPOCH * SKILLS_PER_EPISODE // PPO_MINIBATCH  # ``ten_pass_ppo``'s steps
+        ten_passes = 10 * PPO_EPISODES_PER_EPOCH * skills_per_episode // PPO_MINIBATCH  # ``ten_pass_ppo``'s steps
         steps_per_epoch = PPO_GRADIENT_STEPS_PER_EPOCH if protocol(spec.protocol).ppo == "paper" else ten_passes
         return collect + epochs * steps_per_epoch * costs[ppo]
     if protocol(spec.protocol).sac == "pretraining":
         updates = max(0.0, transitions - settings.learning_starts) * settings.gradient_steps / (
-            settings.episodes_per_epoch * SKILLS_PER_EPISODE)
+            settings.episodes_per_epoch * skills_per_episode)
     else:
         updates = max(0.0, transitions - 100) * 4
     return collect + updates * costs[sac]

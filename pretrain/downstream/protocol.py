@@ -3,7 +3,7 @@ baseline it is compared with.
 
 A controller step runs a skill for K low-level steps (the skill env's ``skill_steps``: 25 for Ant and HalfCheetah,
 50 control steps = 25 policy steps for Quadruped and Humanoid), 8 skill steps an episode (200 low-level steps; 400
-control steps on DMC). Two named protocols (:data:`PROTOCOLS`), and two ablations of them:
+control steps on DMC). Two named protocols (:data:`PROTOCOLS`), two ablations of them and one variant of K:
 
 - ``"paper"`` (the default; METRA appendix, and the downstream code released with later forks of the official code,
   whose ``ChildPolicyEnv`` passes the task env's normalised observation to the controller): it sees the paper's
@@ -22,6 +22,12 @@ Two ablations, each the paper's protocol with one of v0.3's differences, ask whi
 on HalfCheetahGoal (8 seeds each: 7.40 against 5.17, benchmarks/README.md): ``"paper_task_view"`` (v0.3's view)
 and ``"paper_ten_passes"`` (v0.3's PPO: 10 passes at lr 3e-4, where the paper's makes 5 at the pretraining lr).
 The view does it: 7.28 with v0.3's view, 5.90 with its PPO (8 seeds each; benchmarks/results/downstream/ablation).
+
+The variant ``"paper_k10"`` is the paper's protocol with K = 10 on every task: 20 skill steps an episode, the
+same 200 low-level steps (:func:`episode_shape`). The bundled skills were trained from rest with z held for a whole
+episode; re-chosen every 25 steps a skill cannot turn the body's momentum (issue 41), and on AntMultiGoals zero-shot
+``goal_skill`` every skill step scores 4.35, 5.0 and 5.45 over seed 0's 50 episodes at K = 25, 10 and 5. What the
+controller reaches with K = 10: benchmarks/README.md ("Downstream controllers").
 
 Absolute coordinates in the paper's view: the pretraining observation holds the agent's absolute position (Ant
 x-y, HalfCheetah x, the Quadruped torso x-y). It is kept, as in the paper: every episode starts at the origin, so
@@ -44,7 +50,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 
 import metra_gym  # noqa: F401  (registers the metra/ ids)
-from metra_gym.registration import SKILLS_PER_EPISODE
+from metra_gym.registration import SKILL_STEPS, SKILLS_PER_EPISODE
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,8 @@ class Protocol:
     :param ppo: ``"paper"`` (:func:`paper_ppo`) or ``"ten_passes"`` (:func:`ten_pass_ppo`).
     :param flat: ``"pretraining"`` (:func:`pretraining_sac` on the low-level task) or ``"every_step"``
         (:func:`every_step_sac`).
+    :param skill_steps: K on every task, over the same low-level episode (:func:`episode_shape`); None: the task's
+        registered K.
     """
 
     name: str
@@ -95,6 +103,7 @@ class Protocol:
     sac: Literal["pretraining", "few_transitions"]
     ppo: Literal["paper", "ten_passes"]
     flat: Literal["pretraining", "every_step"]
+    skill_steps: int | None = None
 
 
 PROTOCOLS: dict[str, Protocol] = {
@@ -103,6 +112,8 @@ PROTOCOLS: dict[str, Protocol] = {
     # ablations (module docstring): the paper's protocol with one of v0.3's differences
     "paper_task_view": Protocol("paper_task_view", "v0.3", "pretraining", "paper", "pretraining"),
     "paper_ten_passes": Protocol("paper_ten_passes", "full", "pretraining", "ten_passes", "pretraining"),
+    # the paper's protocol with skills re-chosen every 10 low-level steps (module docstring)
+    "paper_k10": Protocol("paper_k10", "full", "pretraining", "paper", "pretraining", skill_steps=10),
 }
 DEFAULT_PROTOCOL = "paper"
 
@@ -111,6 +122,22 @@ def protocol(name: str) -> Protocol:
     if name not in PROTOCOLS:
         raise ValueError(f"unknown downstream protocol {name!r}; choose one of {sorted(PROTOCOLS)}")
     return PROTOCOLS[name]
+
+
+def registered_skill_steps(name: str) -> int:
+    """K of a task's registered skill env (policy steps: 25 control steps on Ant and HalfCheetah, 50 on DMC)."""
+    return int(gym.spec(task(name).skill_id).kwargs.get("skill_steps", SKILL_STEPS))
+
+
+def episode_shape(name: str, protocol_name: str = DEFAULT_PROTOCOL) -> tuple[int, int]:
+    """(K, skill steps an episode) of a task's controller under a protocol: the registered K and
+    ``SKILLS_PER_EPISODE``, or the protocol's K over the same low-level episode (200 policy steps)."""
+    registered = registered_skill_steps(name)
+    k = protocol(protocol_name).skill_steps or registered
+    episode = registered * SKILLS_PER_EPISODE
+    if episode % k:
+        raise ValueError(f"protocol {protocol_name!r}: K = {k} does not divide {name}'s episode of {episode} steps")
+    return k, episode // k
 
 
 @dataclass(frozen=True)
@@ -224,7 +251,8 @@ def controller_env(name: str, checkpoint: str | None = None, protocol_name: str 
     """The env a task's high-level controller acts in (and is evaluated in) under a protocol: its skill env seen
     through :class:`ControllerObservation` (``"paper"``), or through :class:`TaskObservation` on the goal tasks and
     unwrapped on the others (``"v0.3"``)."""
-    env = skill_env(name, checkpoint)
+    k, skills_per_episode = episode_shape(name, protocol_name)
+    env = skill_env(name, checkpoint, skill_steps=k, max_episode_steps=skills_per_episode)
     if protocol(protocol_name).observation == "full":
         return ControllerObservation(env)
     return TaskObservation(env) if task(name).task_only else env
@@ -322,12 +350,13 @@ PPO_GRADIENT_STEPS_PER_EPOCH = 10
 PPO_MINIBATCH = 256
 
 
-def paper_ppo(env: Any, seed: int, settings: SACSettings, **kwargs: Any) -> PPO:
+def paper_ppo(env: Any, seed: int, settings: SACSettings, skills_per_episode: int = SKILLS_PER_EPISODE,
+              **kwargs: Any) -> PPO:
     """PPO with the paper's table (:data:`PPO_EPISODES_PER_EPOCH` episodes an epoch,
     :data:`PPO_GRADIENT_STEPS_PER_EPOCH` minibatch steps of :data:`PPO_MINIBATCH` per epoch, entropy 0.01, GAE
     lambda 0.95, clip 0.2); learning rate, widths and gamma are the pretraining ones (``settings``), as the paper's
-    networks share one learning rate."""
-    rollout = PPO_EPISODES_PER_EPOCH * SKILLS_PER_EPISODE
+    networks share one learning rate. ``skills_per_episode``: the env's episode length in controller steps."""
+    rollout = PPO_EPISODES_PER_EPOCH * skills_per_episode
     passes = math.ceil(PPO_GRADIENT_STEPS_PER_EPOCH * PPO_MINIBATCH / rollout)
     params = dict(n_steps=rollout // env.num_envs, batch_size=PPO_MINIBATCH, n_epochs=passes,
                   learning_rate=settings.learning_rate, ent_coef=0.01, gae_lambda=0.95, clip_range=0.2,
@@ -335,10 +364,11 @@ def paper_ppo(env: Any, seed: int, settings: SACSettings, **kwargs: Any) -> PPO:
     return PPO("MlpPolicy", env, seed=seed, device="cpu", **{**params, **kwargs})
 
 
-def ten_pass_ppo(env: Any, seed: int, width: int = 256, **kwargs: Any) -> PPO:
+def ten_pass_ppo(env: Any, seed: int, width: int = 256, skills_per_episode: int = SKILLS_PER_EPISODE,
+                 **kwargs: Any) -> PPO:
     """metra-gym 0.3's PPO: 64 episodes (of 8 skills) per update, 10 passes over them in minibatches of 256 (20
     gradient steps), entropy 0.01, GAE lambda 0.95, clip 0.2, Stable-Baselines3's learning rate (3e-4)."""
-    return PPO("MlpPolicy", env, n_steps=PPO_EPISODES_PER_EPOCH * SKILLS_PER_EPISODE // env.num_envs,
+    return PPO("MlpPolicy", env, n_steps=PPO_EPISODES_PER_EPOCH * skills_per_episode // env.num_envs,
                batch_size=PPO_MINIBATCH, n_epochs=10, ent_coef=0.01, gae_lambda=0.95, clip_range=0.2, gamma=0.99,
                policy_kwargs={"net_arch": [width, width]}, seed=seed, device="cpu", **kwargs)
 
@@ -352,7 +382,10 @@ def hierarchical_agent(name: str, seed: int = 0, checkpoint: str | None = None, 
                        env_kwargs={"name": name, "checkpoint": checkpoint, "protocol_name": protocol_name})
     settings = SACSettings.of_checkpoint(checkpoint_config(name, checkpoint))
     if isinstance(env.action_space, gym.spaces.Discrete):
-        return paper_ppo(env, seed, settings, **kwargs) if spec.ppo == "paper" else ten_pass_ppo(env, seed, **kwargs)
+        per_episode = episode_shape(name, protocol_name)[1]
+        if spec.ppo == "paper":
+            return paper_ppo(env, seed, settings, skills_per_episode=per_episode, **kwargs)
+        return ten_pass_ppo(env, seed, skills_per_episode=per_episode, **kwargs)
     if spec.sac == "pretraining":
         return pretraining_sac(env, seed, settings, **kwargs)
     return few_transition_sac(env, seed, **kwargs)

@@ -37,7 +37,7 @@ import numpy as np
 from metra_gym.registration import SKILLS_PER_EPISODE
 from metra_gym.skill_priors import UNIT
 from pretrain.downstream.evaluation import evaluation_seeds, run_episodes
-from pretrain.downstream.protocol import checkpoint_config, skill_env, task
+from pretrain.downstream.protocol import checkpoint_config, registered_skill_steps, skill_env
 
 N_CANDIDATES = 16
 
@@ -221,12 +221,7 @@ def reference_returns(task_name: str, name: str, seed: int, episodes: int, cache
         checkpoint = untrained_checkpoint(task_name, seed, cache)
     kwargs: dict[str, Any] = {}
     if spec.every_step:
-        import gymnasium as gym
-
-        skill_steps = gym.spec(task(task_name).skill_id).kwargs.get("skill_steps")
-        if skill_steps is None:
-            from metra_gym.registration import SKILL_STEPS as skill_steps
-        kwargs = {"skill_steps": 1, "max_episode_steps": skill_steps * SKILLS_PER_EPISODE}
+        kwargs = {"skill_steps": 1, "max_episode_steps": registered_skill_steps(task_name) * SKILLS_PER_EPISODE}
     env = skill_env(task_name, checkpoint, **kwargs)
     controller = make_controller(name, env.unwrapped)
     try:

@@ -1,6 +1,8 @@
 """The downstream protocols: what a controller sees, what trains it (the paper's settings from the skill checkpoint,
 metra-gym 0.3's kept as a variant), and the flat baseline."""
 
+from dataclasses import replace
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from metra_gym.registration import SKILL_STEPS, SKILLS_PER_EPISODE
 from pretrain.downstream import SACSettings, controller_env, flat_agent, hierarchical_agent
-from pretrain.downstream.protocol import checkpoint_config
+from pretrain.downstream.protocol import PROTOCOLS, checkpoint_config, episode_shape
 
 
 def test_short_runs_of_every_learner_complete():
@@ -126,6 +128,24 @@ def test_each_ablation_is_the_paper_protocol_with_one_of_v03s_differences():
 
     assert view("paper_task_view") == view("v0.3") != view("paper") == view("paper_ten_passes")
     assert passes("paper_task_view") == passes("paper") != passes("paper_ten_passes") == passes("v0.3")
+
+
+def test_the_k10_variant_chooses_a_skill_every_10_steps_over_the_same_episode(monkeypatch):
+    """``paper_k10``: K = 10 on every task and 20 skill steps an episode (the same 200 low-level steps); the paper's
+    PPO epoch stays 64 episodes (now 1,280 controller steps) and 10 minibatch steps."""
+    for name in ("ant_multigoals", "quadruped_goal"):
+        assert episode_shape(name) == (25, 8)
+        assert episode_shape(name, "paper_k10") == (10, 20)
+    env = controller_env("ant_multigoals", protocol_name="paper_k10")
+    env.reset(seed=0)
+    assert env.step(env.action_space.sample())[4]["skill_steps"] == 10 and env.spec.max_episode_steps == 20
+    env.close()
+    ppo = hierarchical_agent("cheetah_hurdle", seed=0, n_envs=4, protocol_name="paper_k10")
+    assert ppo.n_steps * ppo.n_envs == 64 * 20
+    assert ppo.n_epochs * (ppo.n_steps * ppo.n_envs) // ppo.batch_size == 10
+    monkeypatch.setitem(PROTOCOLS, "k7", replace(PROTOCOLS["paper"], name="k7", skill_steps=7))
+    with pytest.raises(ValueError, match="K = 7 does not divide ant_multigoals's episode of 200 steps"):
+        controller_env("ant_multigoals", protocol_name="k7")
 
 
 def test_the_v03_sac_learns_within_a_small_budget():

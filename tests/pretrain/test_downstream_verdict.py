@@ -263,6 +263,14 @@ def test_the_sweep_runs_through_ray_and_a_second_call_runs_only_what_is_not_fini
     assert row["finished"] and row["algorithm"] == "PPO" and len(row["final"]["returns"]) == 2
 
 
+def test_the_estimate_counts_the_k10_variants_transitions_in_its_own_episodes():
+    """K = 10: 200,000 controller steps in 2 M low-level steps, learning after 10,000, then 100 updates (the bundled
+    skills' setting) per epoch of 8 episodes of 20 skill steps."""
+    spec = RunSpec("ant_multigoals", "controller", 0, protocol="paper_k10", steps=2_000_000, eval_every=100_000)
+    costs = {"skill_env_step": 0.0, "sac_paper_k10_update": 1.0}
+    assert downstream_cli()._run_seconds(spec, costs) == pytest.approx((200_000 - 10_000) * 100 / (8 * 20))
+
+
 def test_the_estimate_counts_each_ablations_ppo_steps_from_its_own_measured_update():
     """``paper_task_view`` makes the paper's 10 minibatch steps per epoch, ``paper_ten_passes`` v0.3's 20."""
     cli = downstream_cli()
