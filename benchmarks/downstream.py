@@ -12,6 +12,9 @@ skills and flat SAC, over seeds (issue 41; the protocol and agents: ``pretrain/d
     mkdir -p runs/downstream/runs && cp benchmarks/results/downstream/paper/runs/*.json runs/downstream/runs/
     # one run without Ray
     python benchmarks/downstream.py run ant_multigoals controller --protocol paper --seed 0 --steps 2000000 --out DIR
+    # reference controllers choosing skills at another protocol's K (one JSON file; not run files)
+    python benchmarks/downstream.py references ant_multigoals --protocol paper_k10 --agents zero_shot lookahead \
+        --out benchmarks/results/downstream/paper_k10/references.json
     #   (a run stopped part-way goes on from its last evaluation when the same command runs again: DIR/run_states)
     # a smoke test of the sweep at tiny budgets
     python benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root /tmp/ds --seeds 0 --steps 5000 \\
@@ -92,6 +95,32 @@ def _run(args: argparse.Namespace) -> int:
         print(f"downstream: {error}", file=sys.stderr)
         return 2
     print(f"{spec.name}: return {row['final']['mean']:.2f} ({row['seconds']} s)")
+    return 0
+
+
+def _references(args: argparse.Namespace) -> int:
+    """Reference controllers choosing skills at a protocol's K, per seed on the run files' 50 episodes: one JSON file
+    (a reference run file has no protocol, so these are not run files)."""
+    import tempfile
+
+    import numpy as np
+
+    from pretrain.downstream.protocol import episode_shape
+    from pretrain.downstream.reference import reference_returns
+    from pretrain.downstream.runs import write_atomic
+    from pretrain.downstream.verdict import interval
+
+    k, skills_per_episode = episode_shape(args.task, args.protocol)
+    row = {"task": args.task, "protocol": args.protocol, "skill_steps": k, "skills_per_episode": skills_per_episode,
+           "final_episodes": args.final_episodes, "command": args.command_line, "agents": {}}
+    with tempfile.TemporaryDirectory() as cache:  # untrained skills, if asked for
+        for agent in args.agents:
+            means = [float(np.mean(reference_returns(args.task, agent, seed, args.final_episodes, Path(cache),
+                                                     protocol_name=args.protocol))) for seed in args.seeds]
+            row["agents"][agent] = {**interval(means), "seeds": args.seeds}
+            print(f"{agent} at K = {k}: {row['agents'][agent]['mean']:.2f} over seeds {args.seeds}", flush=True)
+    write_atomic(args.out, row)
+    print(f"wrote {args.out}")
     return 0
 
 
@@ -223,6 +252,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from pretrain.downstream.protocol import DEFAULT_PROTOCOL, PROTOCOLS, TASKS
+    from pretrain.downstream.reference import REFERENCES
     from pretrain.downstream.runs import AGENTS
     from pretrain.sweep.ray_runner import ADDRESS_HELP, MAX_CONCURRENT_HELP
 
@@ -261,6 +291,14 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--checkpoint", help="skills other than the task's bundled ones")
     one.add_argument("--out", type=Path, required=True)
     one.set_defaults(handler=_run)
+    references = commands.add_parser("references", help="reference controllers at a protocol's K, to one JSON file")
+    references.add_argument("task", choices=sorted(TASKS))
+    references.add_argument("--protocol", choices=sorted(PROTOCOLS), default=DEFAULT_PROTOCOL)
+    references.add_argument("--agents", nargs="+", choices=sorted(REFERENCES), required=True)
+    references.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
+    references.add_argument("--final-episodes", type=int, default=50)
+    references.add_argument("--out", type=Path, required=True, help="the JSON file")
+    references.set_defaults(handler=_references)
     estimate = commands.add_parser("estimate", help="idle CPU-hours of a sweep file's runs, from measured parts")
     estimate.add_argument("sweep_file", type=Path)
     estimate.add_argument("--out", type=Path, help="append the measurement to this JSON file")

@@ -19,7 +19,7 @@ untrained skills give. Together they bound what a learned controller can be expe
   every candidate), so a goal the task draws within the K steps (AntMultiGoals' next goal) is an imagined one;
 - ``lookahead_foresight``: the same, simulating on the task's own random generators, so that it sees the goal the
   task will draw next before it is shown. Not attainable by a controller that sees the current goal (on
-  AntMultiGoals it scores 7.66 of 10 over 8 seeds, where ``lookahead`` scores 5.93: benchmarks/README.md), so it is
+  AntMultiGoals it scores 7.68 of 10 over 8 seeds, where ``lookahead`` scores 5.89: benchmarks/README.md), so it is
   reported and not one of the references a learned controller is held to (:data:`BEST_OF`).
 
 On the hurdle task the goal is a point one hurdle spacing past the next hurdle.
@@ -34,10 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from metra_gym.registration import SKILLS_PER_EPISODE
 from metra_gym.skill_priors import UNIT
 from pretrain.downstream.evaluation import evaluation_seeds, run_episodes
-from pretrain.downstream.protocol import checkpoint_config, registered_skill_steps, skill_env
+from pretrain.downstream.protocol import DEFAULT_PROTOCOL, checkpoint_config, episode_shape, skill_env
 
 N_CANDIDATES = 16
 
@@ -210,19 +209,20 @@ def untrained_checkpoint(task_name: str, seed: int, cache: Path) -> str:
 
 
 def reference_returns(task_name: str, name: str, seed: int, episodes: int, cache: Path,
-                      checkpoint: str | None = None) -> list[float]:
+                      checkpoint: str | None = None, protocol_name: str = DEFAULT_PROTOCOL) -> list[float]:
     """The returns of a reference controller on a seed's evaluation episodes (:func:`evaluation_seeds`).
 
     :param cache: where untrained skill checkpoints are written.
     :param checkpoint: the trained skills (default: the task's bundled ones).
+    :param protocol_name: whose K the controller chooses skills at (:func:`episode_shape`; every-step references: 1).
     """
     spec = reference(name)
     if spec.untrained_skills:
         checkpoint = untrained_checkpoint(task_name, seed, cache)
-    kwargs: dict[str, Any] = {}
+    k, skills_per_episode = episode_shape(task_name, protocol_name)
     if spec.every_step:
-        kwargs = {"skill_steps": 1, "max_episode_steps": registered_skill_steps(task_name) * SKILLS_PER_EPISODE}
-    env = skill_env(task_name, checkpoint, **kwargs)
+        k, skills_per_episode = 1, k * skills_per_episode
+    env = skill_env(task_name, checkpoint, skill_steps=k, max_episode_steps=skills_per_episode)
     controller = make_controller(name, env.unwrapped)
     try:
         return run_episodes(env, lambda obs: controller(env.unwrapped, obs), evaluation_seeds(seed, episodes),

@@ -111,6 +111,12 @@ def test_zero_shot_every_step_chooses_a_skill_every_low_level_step(monkeypatch):
     calls.clear()
     reference_returns("cheetah_hurdle", "zero_shot", 0, 1, cache=None)
     assert set(calls) == {25} and len(calls) == 8
+    calls.clear()  # at another protocol's K (paper_k10), the every-step reference unchanged
+    reference_returns("cheetah_hurdle", "zero_shot", 0, 1, cache=None, protocol_name="paper_k10")
+    assert set(calls) == {10} and len(calls) == 20
+    calls.clear()
+    reference_returns("cheetah_hurdle", "zero_shot_every_step", 0, 1, cache=None, protocol_name="paper_k10")
+    assert set(calls) == {1} and len(calls) == 200
 
 
 def test_untrained_skills_have_the_bundled_skills_shape_and_fresh_weights(tmp_path):
