@@ -23,11 +23,13 @@ on HalfCheetahGoal (8 seeds each: 7.40 against 5.17, benchmarks/README.md): ``"p
 and ``"paper_ten_passes"`` (v0.3's PPO: 10 passes at lr 3e-4, where the paper's makes 5 at the pretraining lr).
 The view does it: 7.28 with v0.3's view, 5.90 with its PPO (8 seeds each; benchmarks/results/downstream/ablation).
 
-The variant ``"paper_k10"`` is the paper's protocol with K = 10 on every task: 20 skill steps an episode, the
-same 200 low-level steps (:func:`episode_shape`). The bundled skills were trained from rest with z held for a whole
-episode; re-chosen every 25 steps a skill cannot turn the body's momentum (issue 41), and on AntMultiGoals zero-shot
-``goal_skill`` every skill step scores 4.35, 5.0 and 5.45 over seed 0's 50 episodes at K = 25, 10 and 5. What the
-controller reaches with K = 10: benchmarks/README.md ("Downstream controllers").
+The variant ``"paper_k10"`` is the paper's protocol with K = 10 on every task: 20 skill steps an episode, the same 200
+low-level steps (:func:`episode_shape`), where the released downstream code runs K = 25 over 8 (bz5989/Junior-IW
+scripts/hierarchical_control/ant_multi_goal.sh l.77 ``--cp_multi_step 25``, l.53 ``--max_path_length 8``). The bundled
+skills were trained from rest with z held for a whole episode; re-chosen every 25 steps a skill cannot turn the body's
+momentum (issue 41), and on AntMultiGoals zero-shot ``goal_skill`` every skill step scores 4.35, 5.0 and 5.45 over
+seed 0's 50 episodes at K = 25, 10 and 5. What the controller reaches with K = 10: benchmarks/README.md ("Downstream
+controllers").
 
 Absolute coordinates in the paper's view: the pretraining observation holds the agent's absolute position (Ant
 x-y, HalfCheetah x, the Quadruped torso x-y). It is kept, as in the paper: every episode starts at the origin, so
