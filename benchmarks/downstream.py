@@ -14,7 +14,7 @@ skills and flat SAC, over seeds (issue 41; the protocol and agents: ``pretrain/d
     python benchmarks/downstream.py run ant_multigoals controller --protocol paper --seed 0 --steps 2000000 --out DIR
     # reference controllers choosing skills at another protocol's K (one JSON file; not run files)
     python benchmarks/downstream.py references ant_multigoals --protocol paper_k10 --agents zero_shot lookahead \
-        --out benchmarks/results/downstream/paper_k10/references.json
+        --out benchmarks/results/downstream/paper_k10/references_ant_multigoals.json
     #   (a run stopped part-way goes on from its last evaluation when the same command runs again: DIR/run_states)
     # a smoke test of the sweep at tiny budgets
     python benchmarks/downstream.py sweep benchmarks/downstream.yaml --run-root /tmp/ds --seeds 0 --steps 5000 \\

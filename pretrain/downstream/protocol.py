@@ -126,15 +126,11 @@ def protocol(name: str) -> Protocol:
     return PROTOCOLS[name]
 
 
-def registered_skill_steps(name: str) -> int:
-    """K of a task's registered skill env (policy steps: 25 control steps on Ant and HalfCheetah, 50 on DMC)."""
-    return int(gym.spec(task(name).skill_id).kwargs.get("skill_steps", SKILL_STEPS))
-
-
 def episode_shape(name: str, protocol_name: str = DEFAULT_PROTOCOL) -> tuple[int, int]:
-    """(K, skill steps an episode) of a task's controller under a protocol: the registered K and
-    ``SKILLS_PER_EPISODE``, or the protocol's K over the same low-level episode (200 policy steps)."""
-    registered = registered_skill_steps(name)
+    """(K, skill steps an episode) of a task's controller under a protocol: the K its skill env registers (policy
+    steps: 25 control steps on Ant and HalfCheetah, 50 on DMC) and ``SKILLS_PER_EPISODE``, or the protocol's K over the
+    same low-level episode (200 policy steps)."""
+    registered = int(gym.spec(task(name).skill_id).kwargs.get("skill_steps", SKILL_STEPS))
     k = protocol(protocol_name).skill_steps or registered
     episode = registered * SKILLS_PER_EPISODE
     if episode % k:
