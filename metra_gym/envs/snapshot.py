@@ -32,7 +32,7 @@ class EnvSnapshot:
     attributes: dict[str, Any]
 
 
-def _mujoco_structs(env: Any) -> tuple[Any, Any]:
+def mujoco_structs(env: Any) -> tuple[Any, Any]:
     """The raw ``mujoco.MjModel`` and ``mujoco.MjData`` of an unwrapped environment."""
     if hasattr(env, "physics"):  # dm_control, wrapping the raw structs
         return env.physics.model.ptr, env.physics.data.ptr
@@ -47,7 +47,7 @@ def save_state(env: Any) -> EnvSnapshot:
     import mujoco
 
     env = env.unwrapped
-    model, data = _mujoco_structs(env)
+    model, data = mujoco_structs(env)
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     state = np.empty(mujoco.mj_stateSize(model, spec))
     mujoco.mj_getState(model, data, state, spec)
@@ -60,7 +60,7 @@ def restore_state(env: Any, snapshot: EnvSnapshot) -> None:
     import mujoco
 
     env = env.unwrapped
-    model, data = _mujoco_structs(env)
+    model, data = mujoco_structs(env)
     mujoco.mj_setState(model, data, snapshot.physics, mujoco.mjtState.mjSTATE_INTEGRATION)
     mujoco.mj_forward(model, data)  # positions of bodies and sensors, as after a step (the state is not changed)
     for key, value in snapshot.attributes.items():

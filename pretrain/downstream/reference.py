@@ -22,6 +22,10 @@ untrained skills give. Together they bound what a learned controller can be expe
   AntMultiGoals it scores 7.68 of 10 over 8 seeds, where ``lookahead`` scores 5.89: benchmarks/README.md), so it is
   reported and not one of the references a learned controller is held to (:data:`BEST_OF`).
 
+:class:`LookAhead` also takes ``model_noise``: its simulations then start from the state with Gaussian noise added to
+the simulator's velocities, averaged over ``samples`` draws, and the chosen skill runs from the true state. It asks
+how much of the look-ahead's edge needs the exact state (``benchmarks/lookahead_noise.py``); no reference uses it.
+
 On the hurdle task the goal is a point one hurdle spacing past the next hurdle.
 """
 
@@ -107,16 +111,25 @@ class LookAhead:
     :param n_candidates: continuous skills tried per skill step (discrete: every skill).
     :param foresight: simulate on the task's own random generators (restored after each candidate), seeing the
         draws the task will make; else on generators of the skill step's own imagined future.
+    :param model_noise: standard deviation of the Gaussian noise added to every velocity of the simulator (``qvel``,
+        in its units) before a simulation: a model that knows the state only to within that; 0: the exact state.
+    :param samples: simulations a candidate's score is the mean of (with ``model_noise`` > 0).
     """
 
-    def __init__(self, n_candidates: int = N_CANDIDATES, foresight: bool = False) -> None:
+    def __init__(self, n_candidates: int = N_CANDIDATES, foresight: bool = False, model_noise: float = 0.0,
+                 samples: int = 1) -> None:
+        if model_noise < 0 or samples < 1:
+            raise ValueError(f"need model_noise >= 0 and samples >= 1, got {model_noise} and {samples}")
         self.n_candidates = n_candidates
         self.foresight = foresight
+        self.model_noise = model_noise
+        self.samples = samples if model_noise > 0 else 1  # the exact state gives the same score every time
         self.reset(0)
 
     def reset(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)  # the candidates (continuous skills)
         self.futures = np.random.default_rng([seed, 1])  # the imagined futures: the candidates stay those of foresight
+        self.noise = np.random.default_rng([seed, 2])  # the model's errors (``model_noise``)
 
     def candidates(self, env: Any) -> list[Any]:
         policy, n = env.policy, self.n_candidates
@@ -132,18 +145,33 @@ class LookAhead:
         return [self.rng.uniform(space.low, space.high).astype(np.float32) for _ in range(n)]
 
     def score(self, env: Any, action: Any, future: int | None = None) -> tuple[float, float]:
-        """(task reward over the skill, progress after it) of running ``action`` from the current state; ``future``
-        seeds the task's random generators for the simulation (None: the task's own)."""
+        """(task reward over the skill, progress after it) of running ``action`` from the current state (with
+        ``model_noise``: their means over ``samples`` simulations from perturbed states); ``future`` seeds the task's
+        random generators for the simulation (None: the task's own)."""
         state = env.save_state()
         task_env = env.env.unwrapped
-        if future is not None:  # the snapshot holds the task's generators, so restore_state puts them back
-            for name, value in list(vars(task_env).items()):
-                if isinstance(value, np.random.Generator):
-                    setattr(task_env, name, np.random.default_rng(future))
-        _, reward, *_ = env.step(action)
-        value = (float(reward), progress(task_env))
-        env.restore_state(state)
-        return value
+        values = []
+        for _ in range(self.samples):
+            if future is not None:  # the snapshot holds the task's generators, so restore_state puts them back
+                for name, value in list(vars(task_env).items()):
+                    if isinstance(value, np.random.Generator):
+                        setattr(task_env, name, np.random.default_rng(future))
+            if self.model_noise:
+                self.perturb(task_env)
+            _, reward, *_ = env.step(action)
+            values.append((float(reward), progress(task_env)))
+            env.restore_state(state)
+        return float(np.mean([v[0] for v in values])), float(np.mean([v[1] for v in values]))
+
+    def perturb(self, task_env: Any) -> None:
+        """Add ``model_noise`` to the simulator's velocities (the positions of bodies follow from ``mj_forward``)."""
+        import mujoco
+
+        from metra_gym.envs.snapshot import mujoco_structs
+
+        model, data = mujoco_structs(task_env)
+        data.qvel[:] += self.model_noise * self.noise.standard_normal(data.qvel.shape)
+        mujoco.mj_forward(model, data)
 
     def __call__(self, env: Any, obs: np.ndarray) -> Any:
         candidates = self.candidates(env)

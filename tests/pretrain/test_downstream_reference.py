@@ -60,6 +60,41 @@ def test_the_lookahead_sees_the_tasks_next_draw_only_with_foresight(foresight):
     assert copy.deepcopy(task_env.np_random).random() == real_next
 
 
+def test_a_lookahead_with_model_noise_simulates_from_perturbed_states_and_leaves_the_true_one():
+    """With ``model_noise`` every simulation of a candidate starts from the true velocities plus fresh noise, the score
+    is their mean, and the env is left in its true state; with none, one simulation from the exact state."""
+    env = gym.make("metra/HalfCheetahHurdleSkills-v0")
+    env.reset(seed=0)
+    skill_env = env.unwrapped
+    skill_env.step(1)
+    data = skill_env.env.unwrapped.data
+    true_qvel, true_qpos = data.qvel.copy(), data.qpos.copy()
+    starts, scores, step = [], [], skill_env.step
+
+    def recording(action):  # the velocities each simulation starts from, and what it scores
+        starts.append(data.qvel.copy())
+        out = step(action)
+        scores.append(out[1])
+        return out
+
+    skill_env.step = recording
+    noisy = LookAhead(model_noise=0.5, samples=3)
+    reward, _ = noisy.score(skill_env, 4, future=7)
+    assert len(starts) == 3
+    assert all(np.abs(start - true_qvel).max() > 0.1 for start in starts)
+    assert not np.array_equal(starts[0], starts[1])
+    assert reward == pytest.approx(np.mean(scores))
+    np.testing.assert_array_equal(data.qvel, true_qvel)
+    np.testing.assert_array_equal(data.qpos, true_qpos)
+    starts.clear()
+    LookAhead(model_noise=0.0, samples=3).score(skill_env, 4, future=7)
+    assert len(starts) == 1
+    np.testing.assert_array_equal(starts[0], true_qvel)
+    env.close()
+    with pytest.raises(ValueError, match="model_noise >= 0"):
+        LookAhead(model_noise=-1.0)
+
+
 @pytest.mark.parametrize("skill_id", ["metra/AntMultiGoalsSkills-v0", "metra/HalfCheetahHurdleSkills-v0",
                                       "metra/QuadrupedGoalSkills-v0"])
 def test_a_restored_state_repeats_the_same_future(skill_id):
