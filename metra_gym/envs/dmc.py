@@ -203,6 +203,13 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
         """The torso's x-y (the free joint's position), float64."""
         return np.array(self.physics.data.qpos[:2], dtype=np.float64)
 
+    def heading(self) -> float:
+        """The torso's heading: the angle (radians) from the x axis to its forward axis projected on the ground. Not
+        in the state observation, whose body entries are egocentric (dm_control's), nor needed by the skills; the
+        downstream variant ``paper_heading`` gives it to the controller (``pretrain/downstream/protocol.py``)."""
+        xmat = self.physics.named.data.xmat["torso"]  # row-major 3 x 3: column 0 is the torso's x axis in the world
+        return float(np.arctan2(xmat[3], xmat[0]))
+
     @property
     def observation_groups(self) -> dict[str, tuple[int, int]] | None:
         """Where each part of the state observation lies, ``{name: (start, stop)}``: ``torso_xy``, then dm_control's

@@ -3,7 +3,7 @@ baseline it is compared with.
 
 A controller step runs a skill for K low-level steps (the skill env's ``skill_steps``: 25 for Ant and HalfCheetah,
 50 control steps = 25 policy steps for Quadruped and Humanoid), 8 skill steps an episode (200 low-level steps; 400
-control steps on DMC). Two named protocols (:data:`PROTOCOLS`), two ablations of them and one variant of K:
+control steps on DMC). Two named protocols (:data:`PROTOCOLS`), two ablations of them and two variants (K, a view):
 
 - ``"paper"`` (the default; METRA appendix, and the downstream code released with later forks of the official code,
   whose ``ChildPolicyEnv`` passes the task env's normalised observation to the controller): it sees the paper's
@@ -30,6 +30,13 @@ skills were trained from rest with z held for a whole episode; re-chosen every 2
 momentum (issue 41), and on AntMultiGoals zero-shot ``goal_skill`` every skill step scores 4.35, 5.0 and 5.45 over
 seed 0's 50 episodes at K = 25, 10 and 5. What the controller reaches with K = 10: benchmarks/README.md ("Downstream
 controllers").
+
+The variant ``"paper_heading"`` is the paper's protocol with the cosine and sine of the robot's torso heading after
+the task information (the DMC goal tasks). The paper's QuadrupedGoal and HumanoidGoal controllers see pixels, which
+show which way the body faces; the state observation standing in for them holds dm_control's egocentric body entries
+and no heading. Quadruped episodes start facing +x, Humanoid ones any way, and without the heading a look-ahead over
+the Humanoid's skills scores about zero-shot's return, with it 8.93 (benchmarks/README.md, "The look-ahead with an
+inexact model").
 
 Absolute coordinates in the paper's view: the pretraining observation holds the agent's absolute position (Ant
 x-y, HalfCheetah x, the Quadruped torso x-y). It is kept, as in the paper: every episode starts at the origin, so
@@ -90,8 +97,8 @@ class Protocol:
     """A named downstream protocol (module docstring).
 
     :param name: its name in :data:`PROTOCOLS` and in result files.
-    :param observation: ``"full"`` (:class:`ControllerObservation`) or ``"v0.3"`` (:class:`TaskObservation` on the
-        goal tasks, the raw observation on the others).
+    :param observation: ``"full"`` (:class:`ControllerObservation`), ``"full_heading"`` (the same with the torso's
+        heading) or ``"v0.3"`` (:class:`TaskObservation` on the goal tasks, the raw observation on the others).
     :param sac: ``"pretraining"`` (:func:`pretraining_sac`) or ``"few_transitions"`` (:func:`few_transition_sac`).
     :param ppo: ``"paper"`` (:func:`paper_ppo`) or ``"ten_passes"`` (:func:`ten_pass_ppo`).
     :param flat: ``"pretraining"`` (:func:`pretraining_sac` on the low-level task) or ``"every_step"``
@@ -101,7 +108,7 @@ class Protocol:
     """
 
     name: str
-    observation: Literal["full", "v0.3"]
+    observation: Literal["full", "full_heading", "v0.3"]
     sac: Literal["pretraining", "few_transitions"]
     ppo: Literal["paper", "ten_passes"]
     flat: Literal["pretraining", "every_step"]
@@ -116,6 +123,8 @@ PROTOCOLS: dict[str, Protocol] = {
     "paper_ten_passes": Protocol("paper_ten_passes", "full", "pretraining", "ten_passes", "pretraining"),
     # the paper's protocol with skills re-chosen every 10 low-level steps (module docstring)
     "paper_k10": Protocol("paper_k10", "full", "pretraining", "paper", "pretraining", skill_steps=10),
+    # the paper's protocol with the DMC robot's heading in the controller's view (module docstring)
+    "paper_heading": Protocol("paper_heading", "full_heading", "pretraining", "paper", "pretraining"),
 }
 DEFAULT_PROTOCOL = "paper"
 
@@ -202,21 +211,34 @@ class ControllerObservation(gym.ObservationWrapper):
     """The paper's controller view of a task's skill env: the pretraining observation normalised with the skill
     checkpoint's normaliser (as the frozen skill policy sees it), then the task information unchanged (the official
     code appends mean 0 and std 1 for the task entries to the preset normaliser). See the module docstring for the
-    absolute position it holds."""
+    absolute position it holds.
 
-    def __init__(self, env: gym.Env) -> None:
+    :param heading: append the cosine and sine of the task env's ``heading()`` (the DMC robots' torso heading, which
+        their state observation lacks and the paper's pixels show; ``paper_heading`` in the module docstring).
+    """
+
+    def __init__(self, env: gym.Env, heading: bool = False) -> None:
         super().__init__(env)
-        self.task_start = int(task_env(env).pretraining_obs_dim)
+        self.task = task_env(env)
+        self.task_start = int(self.task.pretraining_obs_dim)
         normalizer = env.unwrapped.policy.normalizer
         if normalizer.dim != self.task_start:
             raise ValueError(f"the skills' normaliser is {normalizer.dim}-d, but the task's pretraining observation "
                              f"is {self.task_start}-d; use skills trained on this task's robot")
-        self.normalizer = normalizer
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, env.observation_space.shape, np.float32)
+        if heading and not hasattr(self.task, "heading"):
+            raise ValueError(f"{type(self.task).__name__} has no heading(): the heading view is for the DMC robots "
+                             "(QuadrupedGoal, HumanoidGoal)")
+        self.normalizer, self.heading = normalizer, heading
+        size = env.observation_space.shape[0] + (2 if heading else 0)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
-        return np.concatenate([self.normalizer(observation[:self.task_start]),
-                               np.asarray(observation[self.task_start:], dtype=np.float32)])
+        parts = [self.normalizer(observation[:self.task_start]),
+                 np.asarray(observation[self.task_start:], dtype=np.float32)]
+        if self.heading:
+            angle = self.task.heading()
+            parts.append(np.array([np.cos(angle), np.sin(angle)], dtype=np.float32))
+        return np.concatenate(parts)
 
 
 class TaskObservation(gym.ObservationWrapper):
@@ -251,8 +273,9 @@ def controller_env(name: str, checkpoint: str | None = None, protocol_name: str 
     unwrapped on the others (``"v0.3"``)."""
     k, skills_per_episode = episode_shape(name, protocol_name)
     env = skill_env(name, checkpoint, skill_steps=k, max_episode_steps=skills_per_episode)
-    if protocol(protocol_name).observation == "full":
-        return ControllerObservation(env)
+    view = protocol(protocol_name).observation
+    if view in ("full", "full_heading"):
+        return ControllerObservation(env, heading=view == "full_heading")
     return TaskObservation(env) if task(name).task_only else env
 
 

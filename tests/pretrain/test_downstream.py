@@ -77,6 +77,29 @@ def test_the_dmc_goal_controllers_see_the_state_and_the_goal_relative_to_the_tor
     env.close()
 
 
+def test_the_heading_variant_adds_the_torsos_heading_to_the_papers_view(tmp_path):
+    """``paper_heading``: the paper's view, then the cosine and sine of the torso's heading (the yaw of the Humanoid's
+    root orientation; its episodes start facing any way); a task without a heading is one clear error."""
+    from pretrain.config import load_config
+    from pretrain.export import export_untrained
+
+    checkpoint = str(export_untrained(load_config("humanoid_state", ["net_width=32"]), tmp_path / "skills"))
+    paper, heading = (controller_env("humanoid_goal", checkpoint, name) for name in ("paper", "paper_heading"))
+    yaws = []
+    for seed in (0, 1):
+        view = heading.reset(seed=seed)[0]
+        np.testing.assert_array_equal(view[:-2], paper.reset(seed=seed)[0])
+        w, x, y, z = heading.unwrapped.env.unwrapped.physics.data.qpos[3:7]
+        yaws.append(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
+        assert heading.observation_space.shape == view.shape == (69 + 2 + 2,)
+        np.testing.assert_allclose(view[-2:], [np.cos(yaws[-1]), np.sin(yaws[-1])], atol=1e-5)
+    assert abs(yaws[0] - yaws[1]) > 0.1
+    paper.close()
+    heading.close()
+    with pytest.raises(ValueError, match="has no heading"):
+        controller_env("cheetah_goal", protocol_name="paper_heading")
+
+
 @pytest.mark.parametrize(("skill_id", "control_steps_per_skill"), [
     ("metra/AntMultiGoalsSkills-v0", 25), ("metra/HalfCheetahGoalSkills-v0", 25),
     ("metra/HalfCheetahHurdleSkills-v0", 25), ("metra/QuadrupedGoalSkills-v0", 50), ("metra/HumanoidGoalSkills-v0", 50)])
