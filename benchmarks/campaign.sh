@@ -146,10 +146,10 @@ land() {
   nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs runs/downstream_a/runs \
     benchmarks/results/downstream/paper/runs --out benchmarks/results/downstream/paper
   if land_finished runs/downstream_ablation benchmarks/results/downstream/ablation/runs; then
-    # beside HalfCheetahGoal's runs of the campaign alone (its protocols and reference controllers)
+    # beside the HalfCheetah tasks' runs of the campaign alone (their protocols and reference controllers)
     local task_runs
     task_runs=$(mktemp -d)
-    cp -t "$task_runs" benchmarks/results/downstream/paper/runs/cheetah_goal-*.json
+    cp -t "$task_runs" benchmarks/results/downstream/paper/runs/cheetah_{goal,hurdle}-*.json
     nice -n 5 "$PY" benchmarks/downstream.py summary "$task_runs" benchmarks/results/downstream/ablation/runs \
       --out benchmarks/results/downstream/ablation
     rm -rf "$task_runs"
