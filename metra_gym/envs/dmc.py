@@ -205,8 +205,8 @@ class DMCLocomotionEnv(gym.Env, EzPickle):
 
     def heading(self) -> float:
         """The torso's heading: the angle (radians) from the x axis to its forward axis projected on the ground. Not
-        in the state observation, whose body entries are egocentric (dm_control's), nor needed by the skills; the
-        downstream variant ``paper_heading`` gives it to the controller (``pretrain/downstream/protocol.py``)."""
+        in the state observation, whose body entries are egocentric (dm_control's); the downstream variant
+        ``paper_heading`` gives it to the controller (``pretrain/downstream/protocol.py``)."""
         xmat = self.physics.named.data.xmat["torso"]  # row-major 3 x 3: column 0 is the torso's x axis in the world
         return float(np.arctan2(xmat[3], xmat[0]))
 
