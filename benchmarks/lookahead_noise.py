@@ -34,6 +34,8 @@ def heading_blind(samples: int):
     from pretrain.downstream.reference import LookAhead
 
     class HeadingBlindLookAhead(LookAhead):
+        perturbs = True
+
         def perturb(self, task_env) -> None:
             model, data = mujoco_structs(task_env)
             angle = self.noise.uniform(-np.pi, np.pi)
@@ -44,7 +46,7 @@ def heading_blind(samples: int):
             data.qvel[:2] = [cos * data.qvel[0] - sin * data.qvel[1], sin * data.qvel[0] + cos * data.qvel[1]]
             mujoco.mj_forward(model, data)
 
-    return HeadingBlindLookAhead(model_noise=1.0, samples=samples)  # model_noise > 0: perturb before each simulation
+    return HeadingBlindLookAhead(samples=samples)
 
 
 def main(argv: list[str] | None = None) -> int:

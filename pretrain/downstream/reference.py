@@ -123,8 +123,13 @@ class LookAhead:
         self.n_candidates = n_candidates
         self.foresight = foresight
         self.model_noise = model_noise
-        self.samples = samples if model_noise > 0 else 1  # the exact state gives the same score every time
+        self.samples = samples if self.perturbs else 1  # the exact state gives the same score every time
         self.reset(0)
+
+    @property
+    def perturbs(self) -> bool:
+        """Whether simulations start from a perturbed state (:meth:`perturb`; a subclass may perturb otherwise)."""
+        return self.model_noise > 0
 
     def reset(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)  # the candidates (continuous skills)
@@ -156,7 +161,7 @@ class LookAhead:
                 for name, value in list(vars(task_env).items()):
                     if isinstance(value, np.random.Generator):
                         setattr(task_env, name, np.random.default_rng(future))
-            if self.model_noise:
+            if self.perturbs:
                 self.perturb(task_env)
             _, reward, *_ = env.step(action)
             values.append((float(reward), progress(task_env)))
