@@ -141,7 +141,12 @@ def verdicts(results: dict[str, dict[str, dict[int, dict[str, Any]]]]) -> dict[s
 
 
 def _cell(entry: dict[str, Any] | None) -> str:
-    return f"{entry['mean']:.2f} ({entry['low']:.2f}-{entry['high']:.2f})" if entry else "-"
+    """``mean (low-high)``; one seed has no interval, and its point is not printed as one (``mean (1 seed)``)."""
+    if not entry:
+        return "-"
+    if entry.get("seeds", 2) < 2:
+        return f"{entry['mean']:.2f} (1 seed)"
+    return f"{entry['mean']:.2f} ({entry['low']:.2f}-{entry['high']:.2f})"
 
 
 def _versus(entry: dict[str, Any], name: str) -> str:

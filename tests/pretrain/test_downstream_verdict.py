@@ -78,6 +78,10 @@ def test_one_seed_of_a_trained_controller_separates_from_nothing(tmp_path):
     assert entry["trained"]["seeds"] == 1 and entry["against"]["random"]["other"]["high"] < 4.7
     assert entry["against"]["random"]["separated"] is False
     assert entry["targets"]["above_random_skills"] is False
+    # and the table does not print the single value as an interval of zero width
+    row = next(line for line in write_summary([runs], tmp_path / "out")["table"].splitlines()
+               if line.startswith("| ant_multigoals | paper |"))
+    assert "| 4.70 (1 seed) at " in row and "(4.70-4.70)" not in row
 
 
 def test_a_variant_protocol_is_compared_with_the_papers_paired_by_seed(tmp_path):
@@ -102,7 +106,7 @@ def test_a_variant_protocol_is_compared_with_the_papers_paired_by_seed(tmp_path)
     # One seed is no interval: below, but not marked so.
     write_run(runs, "cheetah_goal", "controller", 0, 1.0, "pilot")
     text = write_summary([runs], tmp_path / "out")["table"]
-    assert "| cheetah_goal | pilot | 1.00 (1.00-1.00) | 5.00 (" in text and "over 1 seed |" in text
+    assert "| cheetah_goal | pilot | 1.00 (1 seed) | 5.00 (" in text and "over 1 seed |" in text
 
 
 def test_the_summary_reads_the_v03_benchmarks_files_as_protocol_v03(tmp_path):
