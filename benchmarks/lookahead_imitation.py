@@ -14,10 +14,20 @@ view at this amount of data (``benchmarks/lookahead_noise.py`` asks the same by 
     python benchmarks/lookahead_imitation.py cheetah_hurdle --rounds 5 --episodes-per-round 300 \\
         --out benchmarks/results/downstream/lookahead_imitation/cheetah_hurdle.json
 
-The imitator classifies among the look-ahead's candidates (every discrete skill; the 16 unit vectors of 2-d unit
-skills; other priors are refused: their candidates are random draws), 2 x 256 ReLU (the bundled skills' controller
-width), Adam at 1e-3, batches of 256, cross-entropy; its action is the highest-scoring candidate. Training episodes
-start from reset seeds 2,000,000 + 10,000 x round + i, apart from the evaluation episodes' (10,000 + 1,000 x seed + i).
+The imitator scores the look-ahead's candidates (every discrete skill; the 16 unit vectors of 2-d unit skills; other
+priors are refused: their candidates are random draws), 2 x 256 ReLU (the bundled skills' controller width), Adam at
+1e-3, batches of 256; its action is the highest-scoring candidate. It learns one of two targets (``--target``):
+
+- ``choice``: which candidate the look-ahead ran (cross-entropy on its index);
+- ``value``: what every candidate did in the look-ahead's simulation, task reward + PROGRESS_WEIGHT x the progress it
+  made (``pretrain.downstream.reference.progress`` after the skill minus before), centred over the state's
+  candidates and scaled by the labels' standard deviation (mean squared error). Sixteen numbers a state where
+  ``choice`` has one index: a model of what each skill does from the state, which may generalise where the argmax
+  is memorised. The run file records the largest progress a candidate made, to check that PROGRESS_WEIGHT keeps the
+  look-ahead's order (a reward point before any progress).
+
+Training episodes start from reset seeds 2,000,000 + 10,000 x round + i, apart from the evaluation episodes'
+(10,000 + 1,000 x seed + i).
 """
 
 from __future__ import annotations
@@ -31,16 +41,22 @@ from typing import Any
 
 TRAIN_SEED = 2_000_000  # the labelled episodes' reset seeds: apart from evaluation_seeds' 10,000-1,009,999
 ROUND_SEEDS = 10_000  # reset seeds a round may use
+PROGRESS_WEIGHT = 0.1  # a candidate's value per metre of progress: one reward point outweighs 10 m
+TARGETS = ("choice", "value")
 
 
 class Imitator:
     """An MLP choosing among the look-ahead's candidates from the controller's view."""
 
-    def __init__(self, obs_dim: int, candidates: list[Any], width: int = 256, seed: int = 0) -> None:
+    def __init__(self, obs_dim: int, candidates: list[Any], target: str = "choice", width: int = 256,
+                 seed: int = 0) -> None:
         import torch
 
+        if target not in TARGETS:
+            raise ValueError(f"unknown target {target!r}: choose one of {', '.join(TARGETS)}")
         torch.manual_seed(seed)
         self.candidates = candidates
+        self.target = target
         self.net = torch.nn.Sequential(torch.nn.Linear(obs_dim, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
                                        torch.nn.ReLU(), torch.nn.Linear(width, len(candidates)))
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=1e-3)
@@ -59,16 +75,26 @@ class Imitator:
             scores = self.net(torch.as_tensor(obs, dtype=torch.float32)[None])[0]
         return self.candidates[int(scores.argmax())]
 
-    def fit(self, states: list[Any], labels: list[int], steps: int, batch: int = 256) -> dict[str, float]:
-        """``steps`` Adam steps of cross-entropy on random batches; the final loss and the accuracy on all labels."""
+    def fit(self, states: list[Any], labels: list[int], values: list[Any], steps: int,
+            batch: int = 256) -> dict[str, float]:
+        """``steps`` Adam steps on random batches (cross-entropy on ``labels`` or squared error on the centred, scaled
+        ``values``: :attr:`target`); the final loss and the share of ``labels`` (the look-ahead's choices) the
+        imitator's argmax matches."""
         import numpy as np
         import torch
 
         x = torch.as_tensor(np.array(states), dtype=torch.float32)
         y = torch.as_tensor(np.array(labels), dtype=torch.long)
+        v = torch.as_tensor(np.array(values), dtype=torch.float32)
+        v = v - v.mean(1, keepdim=True)  # only the order of a state's candidates matters
+        v = v / v.std().clamp_min(1e-8)
         for _ in range(steps):
             index = torch.randint(len(x), (batch,), generator=self.generator)
-            loss = torch.nn.functional.cross_entropy(self.net(x[index]), y[index])
+            out = self.net(x[index])
+            if self.target == "choice":
+                loss = torch.nn.functional.cross_entropy(out, y[index])
+            else:
+                loss = torch.nn.functional.mse_loss(out, v[index])
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
@@ -78,19 +104,32 @@ class Imitator:
 
 
 def label_episodes(env: Any, lookahead: Any, imitator: Imitator, seeds: list[int], follow_lookahead: bool,
-                   states: list[Any], labels: list[int]) -> None:
+                   states: list[Any], labels: list[int], values: list[Any]) -> float:
     """Run one episode per reset seed, acting with the look-ahead (``follow_lookahead``) or the imitator, and append
-    every visited controller state with the look-ahead's choice there."""
+    every visited controller state with the look-ahead's choice there and its candidates' values (module docstring);
+    the largest progress a candidate made."""
+    import numpy as np
+
+    from pretrain.downstream.reference import best_index, progress
+
+    task_env = env.unwrapped.env.unwrapped
+    largest = 0.0
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
         lookahead.reset(seed)
         done = False
         while not done:
-            choice = lookahead(env.unwrapped, obs)
+            before = progress(task_env)
+            candidates, scores = lookahead.evaluate(env.unwrapped)
+            choice = candidates[best_index(scores)]
+            gains = np.array([after - before for _, after in scores])
+            largest = max(largest, float(np.abs(gains).max()))
             states.append(obs.copy())
             labels.append(imitator.label(choice))
+            values.append(np.array([reward for reward, _ in scores]) + PROGRESS_WEIGHT * gains)
             obs, _, terminated, truncated, _ = env.step(choice if follow_lookahead else imitator(obs))
             done = terminated or truncated
+    return largest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="paper", help="the controller view to imitate from")
     parser.add_argument("--rounds", type=int, default=5, help="DAgger rounds (round 0 follows the look-ahead)")
     parser.add_argument("--episodes-per-round", type=int, default=300)
+    parser.add_argument("--target", choices=TARGETS, default="choice", help="what the imitator learns (module docstring)")
     parser.add_argument("--train-steps", type=int, default=3000, help="Adam steps after each round")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
     parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes per seed")
@@ -125,17 +165,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.task}'s skills are neither discrete nor 2-d unit vectors: the look-ahead's candidates "
                      "are random draws there, with no fixed set to choose among")
     lookahead = LookAhead()
-    imitator = Imitator(env.observation_space.shape[0], lookahead.candidates(env.unwrapped))
+    imitator = Imitator(env.observation_space.shape[0], lookahead.candidates(env.unwrapped), args.target)
     row: dict[str, Any] = {
-        "task": args.task, "protocol": args.protocol, "candidates": len(imitator.candidates), "rounds": [],
+        "task": args.task, "protocol": args.protocol, "target": args.target, "progress_weight": PROGRESS_WEIGHT,
+        "candidates": len(imitator.candidates), "rounds": [],
         "command": shlex.join(["python", "benchmarks/lookahead_imitation.py", *(sys.argv[1:] if argv is None else argv)])}
     states: list[Any] = []
     labels: list[int] = []
+    values: list[Any] = []
+    largest = 0.0
     start = time.process_time()
     for k in range(args.rounds):
         seeds = [TRAIN_SEED + ROUND_SEEDS * k + i for i in range(args.episodes_per_round)]
-        label_episodes(env, lookahead, imitator, seeds, k == 0, states, labels)
-        fit = imitator.fit(states, labels, args.train_steps)
+        largest = max(largest, label_episodes(env, lookahead, imitator, seeds, k == 0, states, labels, values))
+        fit = imitator.fit(states, labels, values, args.train_steps)
         means = [float(np.mean(run_episodes(env, imitator, evaluation_seeds(seed, args.episodes))))
                  for seed in args.seeds]
         result = interval(means)
@@ -144,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.task} round {k}: {len(states)} labelled states, label accuracy {fit['label_accuracy']:.2f}, "
               f"held-out return {result['mean']:.2f} ({result['low']:.2f}-{result['high']:.2f})", flush=True)
     env.close()
+    row["largest_progress"] = round(largest, 3)
     write_atomic(args.out, row)
     print(f"wrote {args.out}")
     return 0

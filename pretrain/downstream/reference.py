@@ -105,6 +105,11 @@ class ZeroShot:
         return as_action(env, z)
 
 
+def best_index(scores: list[tuple[float, float]]) -> int:
+    """The look-ahead's choice among scored candidates: the most task reward, ties to the most progress."""
+    return max(range(len(scores)), key=lambda i: scores[i])
+
+
 class LookAhead:
     """Simulate candidate skills on the env's saved state and run the best (module docstring).
 
@@ -178,11 +183,15 @@ class LookAhead:
         data.qvel[:] += self.model_noise * self.noise.standard_normal(data.qvel.shape)
         mujoco.mj_forward(model, data)
 
-    def __call__(self, env: Any, obs: np.ndarray) -> Any:
+    def evaluate(self, env: Any) -> tuple[list[Any], list[tuple[float, float]]]:
+        """This skill step's candidates and their :meth:`score` (one imagined future shared by all of them)."""
         candidates = self.candidates(env)
         future = None if self.foresight else int(self.futures.integers(2**63))
-        scores = [self.score(env, action, future) for action in candidates]
-        return candidates[max(range(len(candidates)), key=lambda i: scores[i])]
+        return candidates, [self.score(env, action, future) for action in candidates]
+
+    def __call__(self, env: Any, obs: np.ndarray) -> Any:
+        candidates, scores = self.evaluate(env)
+        return candidates[best_index(scores)]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pretrain.downstream.reference import (
     LookAhead,
     RandomSkills,
     ZeroShot,
+    best_index,
     goal_observation,
     reference_returns,
     untrained_checkpoint,
@@ -32,6 +33,12 @@ def test_the_lookahead_reaches_goals_a_skill_can_reach_and_beats_random_skills()
     env.close()
     assert lookahead == [10.0] * len(seeds)
     assert np.mean(random) <= 5.0
+
+
+def test_the_lookahead_ranks_by_task_reward_then_by_progress():
+    """Sparse rewards tie most candidates at 0: progress decides among them, and any reward beats any progress."""
+    assert best_index([(0.0, -3.0), (0.0, -1.0), (0.0, -2.0)]) == 1
+    assert best_index([(0.0, 50.0), (1.0, -9.0), (0.0, 60.0)]) == 1
 
 
 @pytest.mark.parametrize("foresight", [False, True])
