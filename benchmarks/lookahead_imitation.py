@@ -19,12 +19,14 @@ priors are refused: their candidates are random draws), 2 x 256 ReLU (the bundle
 1e-3, batches of 256; its action is the highest-scoring candidate. It learns one of two targets (``--target``):
 
 - ``choice``: which candidate the look-ahead ran (cross-entropy on its index);
-- ``value``: what every candidate did in the look-ahead's simulation, task reward + PROGRESS_WEIGHT x the progress it
-  made (``pretrain.downstream.reference.progress`` after the skill minus before), centred over the state's
-  candidates and scaled by the labels' standard deviation (mean squared error). Sixteen numbers a state where
-  ``choice`` has one index: a model of what each skill does from the state, which may generalise where the argmax
-  is memorised. The run file records the largest progress a candidate made, to check that PROGRESS_WEIGHT keeps the
-  look-ahead's order (a reward point before any progress).
+- ``value``: what every candidate did in the look-ahead's simulation: its task reward and the progress it made
+  (``pretrain.downstream.reference.progress`` after the skill minus before), each centred over the state's
+  candidates and scaled by its own standard deviation over the labels (mean squared error; one scale for both lets
+  the rare reward points drown the progress that decides most choices). Thirty-two numbers a state where ``choice``
+  has one index: a model of what each skill does from the state, which may generalise where the argmax is
+  memorised. Its action is the candidate of the most predicted reward + PROGRESS_WEIGHT x predicted progress; the run
+  file records the largest progress a candidate made, to check that this keeps the look-ahead's order (a reward
+  point before any progress).
 
 Training episodes start from reset seeds 2,000,000 + 10,000 x round + i, apart from the evaluation episodes'
 (10,000 + 1,000 x seed + i).
@@ -57,8 +59,10 @@ class Imitator:
         torch.manual_seed(seed)
         self.candidates = candidates
         self.target = target
+        outputs = len(candidates) * (1 if target == "choice" else 2)  # value: (reward, progress) per candidate
         self.net = torch.nn.Sequential(torch.nn.Linear(obs_dim, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
-                                       torch.nn.ReLU(), torch.nn.Linear(width, len(candidates)))
+                                       torch.nn.ReLU(), torch.nn.Linear(width, outputs))
+        self.scale = torch.ones(2)  # value: the labels' (reward, progress) standard deviations, set by fit
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=1e-3)
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -68,18 +72,25 @@ class Imitator:
 
         return next(i for i, c in enumerate(self.candidates) if np.array_equal(np.asarray(c), np.asarray(action)))
 
+    def choose(self, x: Any) -> Any:
+        """The index of the chosen candidate for each row of the tensor ``x``."""
+        out = self.net(x)
+        if self.target == "value":
+            predicted = out.reshape(len(x), len(self.candidates), 2) * self.scale
+            out = predicted[..., 0] + PROGRESS_WEIGHT * predicted[..., 1]
+        return out.argmax(1)
+
     def __call__(self, obs: Any) -> Any:
         import torch
 
         with torch.no_grad():
-            scores = self.net(torch.as_tensor(obs, dtype=torch.float32)[None])[0]
-        return self.candidates[int(scores.argmax())]
+            return self.candidates[int(self.choose(torch.as_tensor(obs, dtype=torch.float32)[None])[0])]
 
     def fit(self, states: list[Any], labels: list[int], values: list[Any], steps: int,
             batch: int = 256) -> dict[str, float]:
         """``steps`` Adam steps on random batches (cross-entropy on ``labels`` or squared error on the centred, scaled
-        ``values``: :attr:`target`); the final loss and the share of ``labels`` (the look-ahead's choices) the
-        imitator's argmax matches."""
+        ``values``, (reward, progress) per candidate: :attr:`target`); the final loss and the share of ``labels`` (the
+        look-ahead's choices) the imitator's choice matches."""
         import numpy as np
         import torch
 
@@ -87,7 +98,8 @@ class Imitator:
         y = torch.as_tensor(np.array(labels), dtype=torch.long)
         v = torch.as_tensor(np.array(values), dtype=torch.float32)
         v = v - v.mean(1, keepdim=True)  # only the order of a state's candidates matters
-        v = v / v.std().clamp_min(1e-8)
+        self.scale = v.reshape(-1, 2).std(0).clamp_min(1e-8)
+        v = (v / self.scale).reshape(len(v), -1)
         for _ in range(steps):
             index = torch.randint(len(x), (batch,), generator=self.generator)
             out = self.net(x[index])
@@ -99,7 +111,7 @@ class Imitator:
             loss.backward()
             self.optimizer.step()
         with torch.no_grad():
-            accuracy = float((self.net(x).argmax(1) == y).float().mean())
+            accuracy = float((self.choose(x) == y).float().mean())
         return {"loss": float(loss.detach()), "label_accuracy": accuracy}
 
 
@@ -126,7 +138,7 @@ def label_episodes(env: Any, lookahead: Any, imitator: Imitator, seeds: list[int
             largest = max(largest, float(np.abs(gains).max()))
             states.append(obs.copy())
             labels.append(imitator.label(choice))
-            values.append(np.array([reward for reward, _ in scores]) + PROGRESS_WEIGHT * gains)
+            values.append(np.stack([[reward for reward, _ in scores], gains], axis=1))
             obs, _, terminated, truncated, _ = env.step(choice if follow_lookahead else imitator(obs))
             done = terminated or truncated
     return largest
