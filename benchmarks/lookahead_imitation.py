@@ -96,10 +96,11 @@ class Imitator:
 
         x = torch.as_tensor(np.array(states), dtype=torch.float32)
         y = torch.as_tensor(np.array(labels), dtype=torch.long)
-        v = torch.as_tensor(np.array(values), dtype=torch.float32)
-        v = v - v.mean(1, keepdim=True)  # only the order of a state's candidates matters
-        self.scale = v.reshape(-1, 2).std(0).clamp_min(1e-8)
-        v = (v / self.scale).reshape(len(v), -1)
+        if self.target == "value":
+            v = torch.as_tensor(np.array(values), dtype=torch.float32)
+            v = v - v.mean(1, keepdim=True)  # only the order of a state's candidates matters
+            self.scale = v.reshape(-1, 2).std(0).clamp_min(1e-8)
+            v = (v / self.scale).reshape(len(v), -1)
         for _ in range(steps):
             index = torch.randint(len(x), (batch,), generator=self.generator)
             out = self.net(x[index])
