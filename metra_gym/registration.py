@@ -32,6 +32,7 @@ _PRETRAINING_ENVS: dict[str, tuple[str, int]] = {
     "metra/AntMultiGoals-v0": ("metra_gym.envs.tasks:AntMultiGoalsEnv", EPISODE_STEPS),
     "metra/HalfCheetahGoal-v0": ("metra_gym.envs.tasks:HalfCheetahGoalEnv", EPISODE_STEPS),
     "metra/HalfCheetahHurdle-v0": ("metra_gym.envs.tasks:HalfCheetahHurdleEnv", EPISODE_STEPS),
+    "metra/HalfCheetahHurdle-v1": ("metra_gym.envs.tasks:ReferenceHalfCheetahHurdleEnv", EPISODE_STEPS),  # LSD's bars
     # DeepMind Control through shimmy: obs_type="pixels" (default; (64, 64, 9) uint8, 3 frames) or "state" (float32).
     "metra/Quadruped-v0": ("metra_gym.envs.dmc:make_quadruped", EPISODE_STEPS),
     "metra/Humanoid-v0": ("metra_gym.envs.dmc:make_humanoid", EPISODE_STEPS),
@@ -51,6 +52,7 @@ _SKILL_ENVS: dict[str, dict[str, object]] = {
     "metra/AntMultiGoalsSkills-v0": {"env": "metra/AntMultiGoals-v0", "checkpoint": "ant"},
     "metra/HalfCheetahGoalSkills-v0": {"env": "metra/HalfCheetahGoal-v0", "checkpoint": "half_cheetah"},
     "metra/HalfCheetahHurdleSkills-v0": {"env": "metra/HalfCheetahHurdle-v0", "checkpoint": "half_cheetah"},
+    "metra/HalfCheetahHurdleSkills-v1": {"env": "metra/HalfCheetahHurdle-v1", "checkpoint": "half_cheetah"},
     # DeepMind Control: K = 50 control steps = 25 policy steps per skill, 8 skills = 400 control steps, on the state
     # observation (the bundled skills, quadruped_state and humanoid_state, are state-based).
     "metra/QuadrupedSkills-v0": {"env": "metra/Quadruped-v0", "checkpoint": "quadruped_state",

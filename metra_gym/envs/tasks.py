@@ -103,13 +103,15 @@ class HalfCheetahGoalEnv(MetraHalfCheetahEnv):
         return obs, self.goal_reward if reached else 0.0, reached, truncated, info
 
 
-def hurdle_xml(positions: np.ndarray, height: float) -> str:
-    """Gymnasium's half_cheetah.xml with one box per hurdle (real collision bodies), written once to a cache file."""
+def hurdle_xml(positions: np.ndarray, bottom: float, top: float) -> str:
+    """Gymnasium's half_cheetah.xml with one box per hurdle, 0.1 m thick and from ``bottom`` to ``top`` m above the
+    floor (real collision bodies), written once to a cache file."""
     import gymnasium.envs.mujoco as gym_mujoco
 
     source = Path(gym_mujoco.__file__).parent / "assets" / "half_cheetah.xml"
+    middle, half = (bottom + top) / 2, (top - bottom) / 2
     geoms = "".join(
-        f'<geom name="hurdle{i}" type="box" pos="{x:.3f} 0 {height / 2:.3f}" size="0.05 1 {height / 2:.3f}" '
+        f'<geom name="hurdle{i}" type="box" pos="{x:.3f} 0 {middle:.3f}" size="0.05 1 {half:.3f}" '
         f'rgba="0.9 0.3 0.2 1" contype="1" conaffinity="1" condim="3"/>' for i, x in enumerate(positions))
     text = source.read_text()
     anchor = "<worldbody>"
@@ -128,39 +130,85 @@ def hurdle_xml(positions: np.ndarray, height: float) -> str:
 class HalfCheetahHurdleEnv(MetraHalfCheetahEnv):
     """HalfCheetah with hurdles ahead (boxes ``hurdle_height`` m high every ``spacing`` m): reward 1 each time it
     gets past a hurdle, counted once per hurdle. Task observation: the next hurdle's x and its distance ahead
-    (2-d). Registered as ``metra/HalfCheetahHurdle-v0`` (200 steps)."""
+    (2-d). Registered as ``metra/HalfCheetahHurdle-v0`` (200 steps): metra-gym's own layout;
+    :class:`ReferenceHalfCheetahHurdleEnv` (``-v1``) is the reference code's."""
+
+    keeps_passed = True  # a hurdle counts once, whatever comes after
 
     def __init__(self, n_hurdles: int = 20, spacing: float = 5.0, hurdle_height: float = 0.25,
                  **kwargs: Any) -> None:
-        self.hurdles = spacing * np.arange(1, n_hurdles + 1, dtype=np.float64)
-        self.spacing = spacing
-        self.next_hurdle = 0
-        super().__init__(xml_file=hurdle_xml(self.hurdles, hurdle_height), **kwargs)
-        _with_task_space(self, 2)
+        self._build(spacing * np.arange(1, n_hurdles + 1, dtype=np.float64), spacing, (0.0, hurdle_height), kwargs)
         # Not xml_file: a copy writes its own (the temporary file may be gone by then).
         EzPickle.__init__(self, n_hurdles=n_hurdles, spacing=spacing, hurdle_height=hurdle_height, **kwargs)
 
+    def _build(self, hurdles: np.ndarray, spacing: float, bar: tuple[float, float], kwargs: dict[str, Any]) -> None:
+        """Every hurdle is a body; those ahead of the start (x > 0) are the ones that pay."""
+        self.hurdles = np.sort(np.asarray(hurdles, dtype=np.float64))
+        self.counted = self.hurdles[self.hurdles > 0]
+        self.spacing = spacing
+        self.passed = 0
+        MetraHalfCheetahEnv.__init__(self, xml_file=hurdle_xml(self.hurdles, *bar), **kwargs)
+        _with_task_space(self, 2)
+
+    def passing_x(self) -> float:
+        """The x that has to get past a hurdle for it to count: the root's."""
+        return float(self.data.qpos[0])
+
+    def passed_now(self) -> int:
+        """The paying hurdles passed so far (strictly behind :meth:`passing_x`; here once passed, always passed)."""
+        behind = int(np.searchsorted(self.counted, self.passing_x(), side="left"))
+        return max(self.passed, behind) if self.keeps_passed else behind
+
     def next_hurdle_x(self) -> float:
-        """The x of the next hurdle to pass (after the last: one spacing past it)."""
-        if self.next_hurdle < len(self.hurdles):
-            return float(self.hurdles[self.next_hurdle])
-        return float(self.hurdles[-1] + self.spacing)  # all passed: a virtual one further on keeps obs finite
+        """The x of the next hurdle to pass (after the last: one spacing past it, which keeps the obs finite)."""
+        if self.passed < len(self.counted):
+            return float(self.counted[self.passed])
+        return float(self.hurdles[-1] + self.spacing)
 
     def reset_model(self) -> np.ndarray:
         super().reset_model()
-        self.next_hurdle = 0
+        self.passed = 0
+        self.passed = self.passed_now()
         return self._get_obs()
 
     def _get_obs(self) -> np.ndarray:
         x = self.next_hurdle_x()
-        return np.concatenate([super()._get_obs(), np.array([x, x - self.data.qpos[0]], dtype=np.float32)])
+        return np.concatenate([super()._get_obs(), np.array([x, x - self.passing_x()], dtype=np.float32)])
 
     def step(self, action: np.ndarray):
         super().step(action)
-        passed = 0
-        while self.next_hurdle < len(self.hurdles) and self.data.qpos[0] > self.hurdles[self.next_hurdle]:
-            self.next_hurdle += 1
-            passed += 1
+        before, self.passed = self.passed, self.passed_now()
         obs = self._get_obs()
-        info = {"coordinates": self.coordinates(), "hurdles_passed": self.next_hurdle}
-        return obs, float(passed), False, False, info
+        info = {"coordinates": self.coordinates(), "hurdles_passed": self.passed}
+        return obs, float(self.passed - before), False, False, info
+
+
+class ReferenceHalfCheetahHurdleEnv(HalfCheetahHurdleEnv):
+    """HalfCheetahHurdle as the reference code builds it (LSD's, kept by CSD and by TLDR on METRA's code:
+    https://github.com/seohongpark/CSD-locomotion/blob/master/envs/mujoco/assets/half_cheetah_hurdle.xml): bars from
+    0.17 to 0.23 m above the floor at x = -15, -13, -9, -5, -1 (behind the start) and every 4 m from 3 to 27 (the 7
+    that pay); a hurdle counts when the back foot gets past it, and going back over one takes its point away (the
+    reward is the change in the number of paying hurdles behind the back foot). Task observation: the next hurdle's
+    x and its distance ahead of the back foot. Registered as ``metra/HalfCheetahHurdle-v1`` (200 steps).
+
+    Where it differs from the reference: after the last hurdle the observation names a virtual one a spacing further
+    on (the reference names x = 15 whatever the foot's x).
+    """
+
+    HURDLES = (-15.0, -13.0, -9.0, -5.0, -1.0, 3.0, 7.0, 11.0, 15.0, 19.0, 23.0, 27.0)
+    BAR = (0.17, 0.23)
+    SPACING = 4.0
+    keeps_passed = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._build(np.array(self.HURDLES), self.SPACING, self.BAR, kwargs)
+        EzPickle.__init__(self, **kwargs)
+
+    def passing_x(self) -> float:
+        """The back foot's x (its body frame, as the reference's ``get_body_com('bfoot')``)."""
+        return float(self.data.body("bfoot").xpos[0])
+
+    def next_hurdle_x(self) -> float:
+        """The first hurdle, behind the start or ahead of it, not behind the back foot."""
+        ahead = self.hurdles[self.hurdles >= self.passing_x()]
+        return float(ahead[0]) if len(ahead) else float(self.hurdles[-1] + self.spacing)

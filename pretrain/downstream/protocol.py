@@ -79,6 +79,8 @@ TASKS: dict[str, Task] = {
     # Hurdles are not a translation-invariant goal: metra-gym 0.3 gave its controller the whole observation (on the
     # task information alone PPO did no better: 1.1 hurdles after 51,200 steps, 3 seeds, against 1.2 on everything).
     "cheetah_hurdle": Task("metra/HalfCheetahHurdle-v0", "metra/HalfCheetahHurdleSkills-v0", task_only=False),
+    # The reference code's hurdles (LSD's thin bars every 4 m, counted at the back foot; metra_gym.envs.tasks).
+    "cheetah_hurdle_v1": Task("metra/HalfCheetahHurdle-v1", "metra/HalfCheetahHurdleSkills-v1", task_only=False),
     # The paper's QuadrupedGoal on state observations (its skills are the state Quadruped's, `quadruped_state`).
     "quadruped_goal": Task("metra/QuadrupedGoal-v0", "metra/QuadrupedGoalSkills-v0"),
     # The paper's HumanoidGoal on state observations, over the state Humanoid's skills (`humanoid_state`).

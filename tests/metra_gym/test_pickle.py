@@ -42,6 +42,7 @@ def _pickled(env):
     ("metra/AntMultiGoals-v0", {"goal_range": 5.0}),
     ("metra/HalfCheetahGoal-v0", {"goal_radius": 2.0}),
     ("metra/HalfCheetahHurdle-v0", {"n_hurdles": 5}),
+    ("metra/HalfCheetahHurdle-v1", {"reset_noise_scale": 0.2}),
     ("metra/HalfCheetahSkills-v0", {"skill_steps": 2}),
 ])
 def test_round_trip_gives_the_same_environment(env_id, kwargs, copier):

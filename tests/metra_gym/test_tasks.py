@@ -7,7 +7,8 @@ from gymnasium.utils.env_checker import check_env
 import metra_gym  # noqa: F401
 
 TASK_IDS = ["metra/AntMultiGoals-v0", "metra/HalfCheetahGoal-v0", "metra/HalfCheetahHurdle-v0",
-            "metra/AntMultiGoalsSkills-v0", "metra/HalfCheetahGoalSkills-v0", "metra/HalfCheetahHurdleSkills-v0"]
+            "metra/HalfCheetahHurdle-v1", "metra/AntMultiGoalsSkills-v0", "metra/HalfCheetahGoalSkills-v0",
+            "metra/HalfCheetahHurdleSkills-v0", "metra/HalfCheetahHurdleSkills-v1"]
 
 
 @pytest.mark.parametrize("env_id", TASK_IDS)
@@ -77,14 +78,37 @@ def test_hurdles_are_bodies_and_each_counts_once():
     assert env.step(np.zeros(6))[1] == 0.0  # going back and over again earns nothing
 
 
-def test_cheetah_collides_with_a_hurdle_it_runs_into():
-    env = gym.make("metra/HalfCheetahHurdle-v0").unwrapped
+def test_reference_hurdles_are_thin_bars_counted_at_the_back_foot():
+    env = gym.make("metra/HalfCheetahHurdle-v1").unwrapped
+    obs, _ = env.reset(seed=0)
+    first = env.model.geom("hurdle5")  # x = -15, -13, -9, -5, -1 lie behind the start
+    np.testing.assert_allclose([env.model.geom_pos[first.id][[0, 2]], env.model.geom_size[first.id][[0, 2]]],
+                               [[3.0, 0.20], [0.05, 0.03]])  # a bar from 0.17 to 0.23 m
+    foot = env.data.qpos[0] - env.passing_x()  # the back foot trails the root
+    assert foot > 0.3 and obs[18] == pytest.approx(3.0) and obs[19] == pytest.approx(3.0 - env.passing_x(), abs=1e-4)
+    _teleport(env, 3.0 + foot - 0.05)  # the root is past the bar, the back foot not yet
+    assert env.step(np.zeros(6))[1] == 0.0
+    _teleport(env, 3.0 + foot + 0.1)
+    assert env.step(np.zeros(6))[1] == 1.0
+    _teleport(env, 11.0 + foot + 0.1)
+    obs, reward, *_ = env.step(np.zeros(6))
+    assert reward == 2.0 and obs[18] == pytest.approx(15.0)  # the bars at 7 and 11; the next at 15
+    _teleport(env, 2.0)
+    assert env.step(np.zeros(6))[1] == -3.0  # going back behind them takes their points away
+    _teleport(env, 40.0)
+    assert env.step(np.zeros(6))[1] == 7.0  # 7 bars pay, from 3 to 27
+
+
+@pytest.mark.parametrize("env_id, start", [("metra/HalfCheetahHurdle-v0", 4.0), ("metra/HalfCheetahHurdle-v1", 2.0)])
+def test_cheetah_collides_with_a_hurdle_it_runs_into(env_id, start):
+    env = gym.make(env_id).unwrapped
     env.reset(seed=0)
-    _teleport(env, 4.0)
+    _teleport(env, start)
     qvel = np.zeros_like(env.data.qvel)
     qvel[0] = 6.0  # slide forward at 6 m/s without jumping
     env.set_state(env.data.qpos.copy(), qvel)
-    hurdle = env.model.geom("hurdle0").id
+    hurdle = min(range(env.model.ngeom), key=lambda g: abs(env.model.geom_pos[g][0] - (start + 1.0))
+                 if env.model.geom(g).name.startswith("hurdle") else np.inf)  # the bar 1 m ahead
     touched = set()
     for _ in range(6):
         env.step(np.zeros(6))
