@@ -16,8 +16,9 @@
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
 # Core A: what is left of issue 42 (HalfCheetah's DADS at lr 1e-4 seed 1), then issue 41's controllers (flat SAC seeds
-# 2 to 5, HumanoidGoal's flat SAC seeds 5 and 7, v0.3 on Ant seed 1); core B: Ant's DADS at lr 1e-4 seed 1, then flat
-# SAC seeds 0 and 1, v0.3 seed 0, flat SAC seeds 6 and 7, HumanoidGoal's flat SAC seed 6, v0.3 on Quadruped seed 1. Each
+# 2 to 5, HumanoidGoal's flat SAC seeds 5 and 7, the reference Hurdle's flat SAC seeds 0-3, v0.3 on Ant seed 1); core B:
+# Ant's DADS at lr 1e-4 seed 1, then flat SAC seeds 0 and 1, v0.3 seed 0, flat SAC seeds 6 and 7, HumanoidGoal's flat
+# SAC seed 6, the reference Hurdle's flat SAC seeds 4-7, v0.3 on Quadruped seed 1. Each
 # queue's order and why: core_a() and core_b() below.
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone).
@@ -30,7 +31,8 @@ BIN=$(dirname "$PY")
 
 start() {
   mkdir -p "$RUNS" "$RUNS/downstream/runs" "$RUNS/downstream_a/runs" "$RUNS/downstream_ablation/runs" \
-    "$RUNS/humanoid_goal/runs" "$RUNS/humanoid_goal_b/runs"
+    "$RUNS/humanoid_goal/runs" "$RUNS/humanoid_goal_b/runs" "$RUNS/cheetah_hurdle_v1/runs" \
+    "$RUNS/cheetah_hurdle_v1_b/runs"
   [ -e "$ROOT/runs" ] || ln -s "$RUNS" "$ROOT/runs"
   # the landed downstream runs: the sweep skips a finished run file of the same settings
   local root
@@ -40,6 +42,9 @@ start() {
   cp -n "$ROOT"/benchmarks/results/downstream/ablation/runs/*.json "$RUNS/downstream_ablation/runs/" 2>/dev/null || true
   for root in humanoid_goal humanoid_goal_b; do
     cp -n "$ROOT"/benchmarks/results/downstream/humanoid_goal/runs/*.json "$RUNS/$root/runs/"
+  done
+  for root in cheetah_hurdle_v1 cheetah_hurdle_v1_b; do
+    cp -n "$ROOT"/benchmarks/results/downstream/cheetah_hurdle_v1/runs/*.json "$RUNS/$root/runs/" 2>/dev/null || true
   done
   "$BIN/ray" stop >/dev/null 2>&1 || true
   rm -rf "$SRC" && mkdir -p "$SRC"
@@ -115,11 +120,14 @@ core_a() {
   # takes one sweep at a time): flat SAC's seeds 2 and 3 (8 runs, about 4.3 idle h), then seeds 4 and 5 (4.3; the
   # issue's verdicts want 8 seeds of flat SAC: on 2026-12-07 the Hurdle's seed 1 scored 4.72, seeds 0 and 2 none, so
   # three seeds do not bound it), then HumanoidGoal's flat SAC seeds 5 and 7 (2 x 0.75; its seeds 0-4 landed
-  # 2026-11-29, and the verdicts want 8 seeds on every task with bundled skills: core B runs seed 6), then v0.3 on Ant
+  # 2026-11-29, and the verdicts want 8 seeds on every task with bundled skills: core B runs seed 6; first because
+  # their run states are part-way), then flat SAC on the reference code's Hurdle (`cheetah_hurdle_v1`) seeds 0-3
+  # (4 x 0.43; its controller and reference controllers landed 2026-12-07; core B runs seeds 4-7), then v0.3 on Ant
   # seed 1 (1.3: a variant, after the verdicts' runs; Quadruped's is core B's)
   then_next downstream_in benchmarks/downstream.yaml downstream_a --only flat paper --seeds 2 3
   then_next downstream_in benchmarks/downstream.yaml downstream_a --only flat paper --seeds 4 5
   then_next downstream_in benchmarks/humanoid_goal.yaml humanoid_goal --only flat paper --seeds 5 7
+  then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1 --only flat paper --seeds 0 1 2 3
   then_next downstream_in benchmarks/downstream.yaml downstream_a --only controller v0.3 ant_multigoals --seeds 1
 }
 
@@ -131,14 +139,16 @@ core_b() {
   # the v0.3 controller on Ant and Quadruped (a variant kept only where it does better: on Ant its view did no better
   # at 0.6 M steps on 2026-12-01, benchmarks/README.md "Downstream controllers"): flat SAC's QuadrupedGoal seed 0 and
   # seed 1's four tasks (about 3.0 idle h), then v0.3 seed 0 (2.6), then flat SAC's seeds 6 and 7 (4.3), then
-  # HumanoidGoal's flat SAC seed 6 (0.75, in a run root of its own: core A runs seeds 5 and 7) and v0.3 on Quadruped
-  # seed 1 (1.3). Every other run of core B's earlier queue has landed (the exploration methods' seed 1, Quadruped's
-  # and HumanoidGoal's seeds, HumanoidGoal's v0.3 controller).
+  # HumanoidGoal's flat SAC seed 6 (0.75, a run root of its own: core A runs seeds 5 and 7), then flat SAC on
+  # `cheetah_hurdle_v1` seeds 4-7 (4 x 0.43, a run root of its own) and v0.3 on Quadruped seed 1 (1.3). Every other run of core B's
+  # earlier queue has landed (the exploration methods' seed 1, Quadruped's and HumanoidGoal's seeds, HumanoidGoal's
+  # v0.3 controller).
   then_next sweep_b "$(seeds benchmarks/comparison.yaml 1)" --only ant --only dads_lr0.0001
   then_next downstream flat paper --seeds 0 1
   then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0
   then_next downstream flat paper --seeds 6 7
   then_next downstream_in benchmarks/humanoid_goal.yaml humanoid_goal_b --only flat paper --seeds 6
+  then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1_b --only flat paper --seeds 4 5 6 7
   then_next downstream controller v0.3 quadruped_goal --seeds 1
 }
 
@@ -165,6 +175,13 @@ land() {
     nice -n 5 "$PY" benchmarks/downstream.py summary "$task_runs" benchmarks/results/downstream/ablation/runs \
       --out benchmarks/results/downstream/ablation
     rm -rf "$task_runs"
+  fi
+  local v1=false
+  land_finished runs/cheetah_hurdle_v1 benchmarks/results/downstream/cheetah_hurdle_v1/runs && v1=true
+  land_finished runs/cheetah_hurdle_v1_b benchmarks/results/downstream/cheetah_hurdle_v1/runs && v1=true
+  if $v1; then
+    nice -n 5 "$PY" benchmarks/downstream.py summary benchmarks/results/downstream/cheetah_hurdle_v1/runs \
+      --out benchmarks/results/downstream/cheetah_hurdle_v1
   fi
   local humanoid=false
   land_finished runs/humanoid_goal benchmarks/results/downstream/humanoid_goal/runs && humanoid=true
