@@ -1,7 +1,7 @@
 """Train a high-level controller over frozen METRA skills (or the flat SAC baseline) on a downstream task.
 
     python examples/hierarchical_training.py --task ant_multigoals --steps 2000000          # SAC over skills
-    python examples/hierarchical_training.py --task cheetah_hurdle --steps 2000000          # PPO over skills
+    python examples/hierarchical_training.py --task cheetah_hurdle_v1 --steps 2000000       # PPO over skills
     python examples/hierarchical_training.py --task ant_multigoals --steps 2000000 --flat   # flat SAC baseline
     python examples/hierarchical_training.py --task ant_multigoals --steps 50000 --protocol v0.3
 
