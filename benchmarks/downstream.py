@@ -166,7 +166,7 @@ def _measure(task_name: str, clock, protocols: list[str]) -> dict[str, float]:
     flat = flat_agent(task_name, 0, "paper", learning_starts=300)
     flat.learn(400)
     costs["flat_update"] = timed(flat.train, gradient_steps=50, batch_size=256) / 50
-    for name in ("random", "zero_shot", "zero_shot_every_step", "lookahead"):
+    for name in ("random", "zero_shot", "zero_shot_every_step", "lookahead", "lookahead_two"):
         costs[f"{name}_episode"] = timed(reference_returns, task_name, name, 0, 2, cache=None) / 2
     costs["untrained_episode"] = costs["random_episode"]  # random skills over networks of the same size
     costs["lookahead_foresight_episode"] = costs["lookahead_episode"]  # the same simulations

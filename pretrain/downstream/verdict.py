@@ -36,6 +36,7 @@ REFERENCE_STYLE = {"random": ("tab:green", "random skills"), "untrained": ("tab:
                    "zero_shot": ("tab:purple", "zero-shot goal_skill, every skill step"),
                    "zero_shot_every_step": ("tab:pink", "zero-shot goal_skill, every low-level step"),
                    "lookahead": ("tab:red", "look-ahead over 16 skills"),
+                   "lookahead_two": ("tab:olive", "look-ahead over two skill steps (16 x 16)"),
                    "lookahead_foresight": ("tab:gray", "look-ahead seeing the task's next draws")}
 
 
