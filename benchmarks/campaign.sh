@@ -163,6 +163,15 @@ land_finished() {  # copy the finished run files of run root $1 into the landed 
 land() {
   cd "$ROOT"
   export MUJOCO_GL=egl OMP_WAIT_POLICY=PASSIVE
+  # lookahead_two's runs (2026-12-07, run outside the queues into runs/lookahead_two): each beside its task's runs
+  local v1=false humanoid=false f
+  for f in $(grep -l '"finished": true' runs/lookahead_two/runs/*.json 2>/dev/null); do
+    case $(basename "$f") in
+      cheetah_hurdle_v1-*) cp "$f" benchmarks/results/downstream/cheetah_hurdle_v1/runs/ && v1=true ;;
+      humanoid_goal-*) cp "$f" benchmarks/results/downstream/humanoid_goal/runs/ && humanoid=true ;;
+      *) cp "$f" benchmarks/results/downstream/paper/runs/ ;;
+    esac
+  done
   land_finished runs/downstream benchmarks/results/downstream/paper/runs || true
   land_finished runs/downstream_a benchmarks/results/downstream/paper/runs || true
   nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs runs/downstream_a/runs \
@@ -176,14 +185,12 @@ land() {
       --out benchmarks/results/downstream/ablation
     rm -rf "$task_runs"
   fi
-  local v1=false
   land_finished runs/cheetah_hurdle_v1 benchmarks/results/downstream/cheetah_hurdle_v1/runs && v1=true
   land_finished runs/cheetah_hurdle_v1_b benchmarks/results/downstream/cheetah_hurdle_v1/runs && v1=true
   if $v1; then
     nice -n 5 "$PY" benchmarks/downstream.py summary benchmarks/results/downstream/cheetah_hurdle_v1/runs \
       --out benchmarks/results/downstream/cheetah_hurdle_v1
   fi
-  local humanoid=false
   land_finished runs/humanoid_goal benchmarks/results/downstream/humanoid_goal/runs && humanoid=true
   land_finished runs/humanoid_goal_b benchmarks/results/downstream/humanoid_goal/runs && humanoid=true
   if $humanoid; then
