@@ -15,11 +15,10 @@
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
-# Core A: what is left of issue 42 (HalfCheetah's DADS at lr 1e-4 seed 1), then issue 41's controllers (flat SAC seeds
-# 2 to 5, HumanoidGoal's flat SAC seeds 5 and 7, the reference Hurdle's flat SAC seeds 0-3, v0.3 on Ant seed 1); core B:
-# Ant's DADS at lr 1e-4 seed 1, then flat SAC seeds 0 and 1, v0.3 seed 0, flat SAC seeds 6 and 7, HumanoidGoal's flat
-# SAC seed 6, the reference Hurdle's flat SAC seeds 4-7, v0.3 on Quadruped seed 1. Each
-# queue's order and why: core_a() and core_b() below.
+# Core A: lookahead_two on HalfCheetahGoal, QuadrupedGoal and AntMultiGoals, the reference Hurdle's flat SAC seeds 0-3,
+# lookahead_two on HumanoidGoal, v0.3 on Ant seed 1; core B: the reference Hurdle's flat SAC seeds 4-7, v0.3 on
+# Quadruped seed 1 (both behind issue 42's landed runs, which the sweeps skip). Each queue's order and why: core_a()
+# and core_b() below.
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone).
 set -euo pipefail
@@ -116,38 +115,30 @@ core_a() {
   # and Ant's DADS at lr 1e-4 seed 1 (the last two) ran side by side, Ant's on core B, so that both finish within one
   # session (about 2.2 h each on that machine): behind HalfCheetah's on core A, Ant's would not have.
   then_next sweep "$(seeds benchmarks/comparison.yaml 1)" --only half_cheetah --only dads_lr0.0001
-  # then issue 41's controllers, shared with core B through a downstream run root of its own (runs/downstream_a; a root
-  # takes one sweep at a time): flat SAC's seeds 2 and 3 (8 runs, about 4.3 idle h), then seeds 4 and 5 (4.3; the
-  # issue's verdicts want 8 seeds of flat SAC: on 2026-12-07 the Hurdle's seed 1 scored 4.72, seeds 0 and 2 none, so
-  # three seeds do not bound it), then HumanoidGoal's flat SAC seeds 5 and 7 (2 x 0.75; its seeds 0-4 landed
-  # 2026-11-29, and the verdicts want 8 seeds on every task with bundled skills: core B runs seed 6; first because
-  # their run states are part-way), then flat SAC on the reference code's Hurdle (`cheetah_hurdle_v1`) seeds 0-3
-  # (4 x 0.43; its controller and reference controllers landed 2026-12-07; core B runs seeds 4-7), then v0.3 on Ant
-  # seed 1 (1.3: a variant, after the verdicts' runs; Quadruped's is core B's)
-  then_next downstream_in benchmarks/downstream.yaml downstream_a --only flat paper --seeds 2 3
-  then_next downstream_in benchmarks/downstream.yaml downstream_a --only flat paper --seeds 4 5
-  then_next downstream_in benchmarks/humanoid_goal.yaml humanoid_goal --only flat paper --seeds 5 7
+  # then issue 41's: the lookahead_two reference (a look-ahead two skill steps deep, pretrain/downstream/reference.py)
+  # on the tasks where it was not landed, cheapest first (8 seeds each; about 0.2 idle h on HalfCheetahGoal, 0.65 on
+  # QuadrupedGoal, 0.8 on AntMultiGoals: ten times the greedy look-ahead's seconds), then flat SAC on the reference
+  # code's Hurdle (`cheetah_hurdle_v1`) seeds 0-3 (4 x 0.43; core B runs seeds 4-7), then lookahead_two on HumanoidGoal
+  # (0.9: last, since a stronger reference can only widen the gap of a target already missed there), then v0.3 on Ant
+  # seed 1 (1.3: a variant). Every other run of this queue's earlier order has landed (the sweeps skip them). On
+  # 2026-12-07 a new machine lost the run states of the Hurdle's flat SAC seeds and of a side queue of lookahead_two.
+  local task
+  for task in cheetah_goal quadruped_goal ant_multigoals; do
+    then_next downstream_in benchmarks/downstream.yaml downstream_a --only lookahead_two "$task"
+  done
   then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1 --only flat paper --seeds 0 1 2 3
+  then_next downstream_in benchmarks/humanoid_goal.yaml humanoid_goal --only lookahead_two
   then_next downstream_in benchmarks/downstream.yaml downstream_a --only controller v0.3 ant_multigoals --seeds 1
 }
 
 core_b() {
   cd "$SRC"
   set +e
-  # Ant's DADS at lr 1e-4 seed 1 (issue 42's last run, 2.83 idle h), then issue 41's controllers: the downstream
-  # sweeps skip the landed runs (start copies them into the run roots). Flat SAC (a verdict, not a target) before
-  # the v0.3 controller on Ant and Quadruped (a variant kept only where it does better: on Ant its view did no better
-  # at 0.6 M steps on 2026-12-01, benchmarks/README.md "Downstream controllers"): flat SAC's QuadrupedGoal seed 0 and
-  # seed 1's four tasks (about 3.0 idle h), then v0.3 seed 0 (2.6), then flat SAC's seeds 6 and 7 (4.3), then
-  # HumanoidGoal's flat SAC seed 6 (0.75, a run root of its own: core A runs seeds 5 and 7), then flat SAC on
-  # `cheetah_hurdle_v1` seeds 4-7 (4 x 0.43, a run root of its own) and v0.3 on Quadruped seed 1 (1.3). Every other run of core B's
-  # earlier queue has landed (the exploration methods' seed 1, Quadruped's and HumanoidGoal's seeds, HumanoidGoal's
-  # v0.3 controller).
+  # Ant's DADS at lr 1e-4 seed 1 (issue 42's last run, landed: the sweep skips it), then issue 41's: flat SAC on
+  # `cheetah_hurdle_v1` seeds 4-7 (4 x 0.43 idle h, a run root of its own: core A runs seeds 0-3), then v0.3 on
+  # Quadruped seed 1 (1.3, a variant). Every other run of core B's earlier queue has landed (flat SAC's 8 seeds on
+  # every task, v0.3 seed 0, HumanoidGoal's seeds; the downstream sweeps skip landed runs: start copies them in).
   then_next sweep_b "$(seeds benchmarks/comparison.yaml 1)" --only ant --only dads_lr0.0001
-  then_next downstream flat paper --seeds 0 1
-  then_next downstream controller v0.3 ant_multigoals quadruped_goal --seeds 0
-  then_next downstream flat paper --seeds 6 7
-  then_next downstream_in benchmarks/humanoid_goal.yaml humanoid_goal_b --only flat paper --seeds 6
   then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1_b --only flat paper --seeds 4 5 6 7
   then_next downstream controller v0.3 quadruped_goal --seeds 1
 }
@@ -163,15 +154,7 @@ land_finished() {  # copy the finished run files of run root $1 into the landed 
 land() {
   cd "$ROOT"
   export MUJOCO_GL=egl OMP_WAIT_POLICY=PASSIVE
-  # lookahead_two's runs (2026-12-07, run outside the queues into runs/lookahead_two): each beside its task's runs
-  local v1=false humanoid=false f
-  for f in $(grep -l '"finished": true' runs/lookahead_two/runs/*.json 2>/dev/null); do
-    case $(basename "$f") in
-      cheetah_hurdle_v1-*) cp "$f" benchmarks/results/downstream/cheetah_hurdle_v1/runs/ && v1=true ;;
-      humanoid_goal-*) cp "$f" benchmarks/results/downstream/humanoid_goal/runs/ && humanoid=true ;;
-      *) cp "$f" benchmarks/results/downstream/paper/runs/ ;;
-    esac
-  done
+  local v1=false humanoid=false
   land_finished runs/downstream benchmarks/results/downstream/paper/runs || true
   land_finished runs/downstream_a benchmarks/results/downstream/paper/runs || true
   nice -n 5 "$PY" benchmarks/downstream.py summary runs/downstream/runs runs/downstream_a/runs \
