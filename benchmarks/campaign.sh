@@ -15,9 +15,9 @@
 # machine (2026-11-29: a new machine lost a width-1024 Kitchen run at epoch 410), so the queue puts first the runs
 # that finish within a session (benchmarks/README.md: "Campaigns").
 #
-# Core A: lookahead_two on HalfCheetahGoal, QuadrupedGoal and AntMultiGoals, the reference Hurdle's flat SAC seeds 0-3,
-# lookahead_two on HumanoidGoal, v0.3 on Ant seed 1; core B: the reference Hurdle's flat SAC seeds 4-7, v0.3 on
-# Quadruped seed 1 (both behind issue 42's landed runs, which the sweeps skip). Each queue's order and why: core_a()
+# Core A: lookahead_two on HalfCheetahGoal, QuadrupedGoal and AntMultiGoals seeds 0-3, the reference Hurdle's flat SAC
+# seeds 0-3, lookahead_two on HumanoidGoal, v0.3 on Ant seed 1; core B: the reference Hurdle's flat SAC seeds 4 and 5,
+# lookahead_two on AntMultiGoals seeds 4-7, the reference Hurdle's seeds 6 and 7, v0.3 on Quadruped seed 1 (both behind issue 42's landed runs, which the sweeps skip). Each queue's order and why: core_a()
 # and core_b() below.
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone).
@@ -122,10 +122,10 @@ core_a() {
   # (0.9: last, since a stronger reference can only widen the gap of a target already missed there), then v0.3 on Ant
   # seed 1 (1.3: a variant). Every other run of this queue's earlier order has landed (the sweeps skip them). On
   # 2026-12-07 a new machine lost the run states of the Hurdle's flat SAC seeds and of a side queue of lookahead_two.
-  local task
-  for task in cheetah_goal quadruped_goal ant_multigoals; do
-    then_next downstream_in benchmarks/downstream.yaml downstream_a --only lookahead_two "$task"
-  done
+  # AntMultiGoals' seeds take 13-14 min each (2026-12-08, beside one queue), so they are split: seeds 0-3 here, 4-7
+  # on core B.
+  then_next downstream_in benchmarks/downstream.yaml downstream_a --only lookahead_two cheetah_goal quadruped_goal
+  then_next downstream_in benchmarks/downstream.yaml downstream_a --only lookahead_two ant_multigoals --seeds 0 1 2 3
   then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1 --only flat paper --seeds 0 1 2 3
   then_next downstream_in benchmarks/humanoid_goal.yaml humanoid_goal --only lookahead_two
   then_next downstream_in benchmarks/downstream.yaml downstream_a --only controller v0.3 ant_multigoals --seeds 1
@@ -135,11 +135,14 @@ core_b() {
   cd "$SRC"
   set +e
   # Ant's DADS at lr 1e-4 seed 1 (issue 42's last run, landed: the sweep skips it), then issue 41's: flat SAC on
-  # `cheetah_hurdle_v1` seeds 4-7 (4 x 0.43 idle h, a run root of its own: core A runs seeds 0-3), then v0.3 on
+  # `cheetah_hurdle_v1` seeds 4 and 5 (0.43 idle h each, a run root of its own: core A runs seeds 0-3), lookahead_two
+  # on AntMultiGoals seeds 4-7 (core A runs 0-3), flat SAC on `cheetah_hurdle_v1` seeds 6 and 7, then v0.3 on
   # Quadruped seed 1 (1.3, a variant). Every other run of core B's earlier queue has landed (flat SAC's 8 seeds on
   # every task, v0.3 seed 0, HumanoidGoal's seeds; the downstream sweeps skip landed runs: start copies them in).
   then_next sweep_b "$(seeds benchmarks/comparison.yaml 1)" --only ant --only dads_lr0.0001
-  then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1_b --only flat paper --seeds 4 5 6 7
+  then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1_b --only flat paper --seeds 4 5
+  then_next downstream lookahead_two ant_multigoals --seeds 4 5 6 7
+  then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1_b --only flat paper --seeds 6 7
   then_next downstream controller v0.3 quadruped_goal --seeds 1
 }
 
