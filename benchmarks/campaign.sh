@@ -17,8 +17,8 @@
 #
 # Core A: lookahead_two on HalfCheetahGoal, QuadrupedGoal and AntMultiGoals seeds 0-3, the reference Hurdle's flat SAC
 # seeds 0-3, lookahead_two on HumanoidGoal, v0.3 on Ant seed 1; core B: the reference Hurdle's flat SAC seeds 4 and 5,
-# lookahead_two on AntMultiGoals seeds 4-7, the reference Hurdle's seeds 6 and 7, v0.3 on Quadruped seed 1 (both behind issue 42's landed runs, which the sweeps skip). Each queue's order and why: core_a()
-# and core_b() below.
+# lookahead_two on AntMultiGoals seeds 4-7, the reference Hurdle's seeds 6 and 7, v0.3 on Quadruped seed 1 (both
+# behind issue 42's landed runs, which the sweeps skip). Each queue's order and why: core_a() and core_b() below.
 # A queue goes on past a sweep whose runs failed (exit 1: the errors are in its log) and stops on anything else (a
 # sweep stopped by a signal, a Ray cluster that is gone).
 set -euo pipefail
@@ -122,8 +122,8 @@ core_a() {
   # (0.9: last, since a stronger reference can only widen the gap of a target already missed there), then v0.3 on Ant
   # seed 1 (1.3: a variant). Every other run of this queue's earlier order has landed (the sweeps skip them). On
   # 2026-12-07 a new machine lost the run states of the Hurdle's flat SAC seeds and of a side queue of lookahead_two.
-  # AntMultiGoals' seeds take 13-14 min each (2026-12-08, beside one queue), so they are split: seeds 0-3 here, 4-7
-  # on core B.
+  # AntMultiGoals' seeds take 7-8 min each (2026-12-08, beside one queue; 13 beside the test suite), so they are
+  # split: seeds 0-3 here, 4-7 on core B.
   then_next downstream_in benchmarks/downstream.yaml downstream_a --only lookahead_two cheetah_goal quadruped_goal
   then_next downstream_in benchmarks/downstream.yaml downstream_a --only lookahead_two ant_multigoals --seeds 0 1 2 3
   then_next downstream_in benchmarks/cheetah_hurdle_v1.yaml cheetah_hurdle_v1 --only flat paper --seeds 0 1 2 3
